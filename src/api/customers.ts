@@ -1,0 +1,170 @@
+// Customer and wallet endpoints: POST/GET/PATCH /v1/customers, GET /v1/wallets/{id}.
+// Main thread: normalises email and phone (libphonenumber), enforces per-account uniqueness through
+// the customer index, hashes PINs with scrypt off the event loop, then sends shard commands.
+// Invariant: a PIN is never stored or returned in clear; only `pin_set` is shown.
+import { randomBytes, scrypt } from 'node:crypto';
+import { promisify } from 'node:util';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { findCountry } from '../catalogue/countries.ts';
+import { reject, type Rejection } from '../errors.ts';
+import { PARTITIONS } from '../config.ts';
+import type { Reply, RouteDef } from '../http/types.ts';
+import { Customer, CustomerCreate, CustomerPatch, Wallet } from '../schemas/customer.schema.ts';
+import type { CustomerPatchBody } from '../shard/protocol.ts';
+import { command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+
+const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PIN_SCRYPT_N = 16_384;
+
+export function normalizeEmail(email: string): string | Rejection {
+  const value = email.trim().toLowerCase();
+  return EMAIL_PATTERN.test(value) ? value : reject('VALIDATION', 'email is not a valid address.');
+}
+
+export function normalizePhone(phone: string): string | Rejection {
+  if (!phone.startsWith('+')) return reject('VALIDATION', 'phone must be E.164 (start with + and the country code).');
+  const parsed = parsePhoneNumberFromString(phone);
+  if (parsed === undefined || !parsed.isValid()) return reject('VALIDATION', 'phone is not a valid number.');
+  return parsed.number;
+}
+
+export async function hashPin(pin: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scryptAsync(pin, salt, 32, { N: PIN_SCRYPT_N });
+  return `scrypt:${PIN_SCRYPT_N}:${salt.toString('base64')}:${hash.toString('base64')}`;
+}
+
+function customerIdOf(reply: Reply): string | undefined {
+  if (reply.json === undefined) return undefined;
+  return (JSON.parse(reply.json) as { data: { id: string; email: string; phone: string } }).data.id;
+}
+
+async function createCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>[0]): Promise<Reply> {
+  if (ctx.key?.customerId != null) return errorOf(reject('FORBIDDEN', 'A customer-scoped key cannot create customers.'));
+  const body = ctx.body as CustomerCreate;
+  const email = normalizeEmail(body.email);
+  if (isRejection(email)) return errorOf(email);
+  const phone = normalizePhone(body.phone);
+  if (isRejection(phone)) return errorOf(phone);
+  const country = findCountry(body.country_code);
+  if (country === undefined || !country.registration_enabled) {
+    return errorOf(reject('VALIDATION', `country_code ${body.country_code} is not open for registration.`));
+  }
+  const values = { email, phone };
+  const duplicate = deps.customers.taken(ctx.owner, values);
+  const holder = `pending:${ctx.requestId}`;
+  if (duplicate === null) deps.customers.reserve(ctx.owner, values, holder);
+  const partition = Math.floor(Math.random() * PARTITIONS);
+  const reply = await command(
+    deps,
+    ctx,
+    partition,
+    { k: 'customer.create', body: { name: body.name.trim(), email, phone, countryCode: country.code, duplicate } },
+    { idempotent: true },
+  );
+  if (duplicate === null) {
+    const id = reply.status === 201 ? customerIdOf(reply) : undefined;
+    if (id !== undefined) deps.customers.reserve(ctx.owner, values, id);
+    else deps.customers.release(ctx.owner, values, holder);
+  }
+  return reply;
+}
+
+async function patchCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>[0]): Promise<Reply> {
+  const id = ctx.params.id ?? '';
+  const partition = partitionOf(id, 'customer');
+  if (isRejection(partition)) return errorOf(partition);
+  const body = ctx.body as CustomerPatch;
+  const patch: CustomerPatchBody = {};
+  if (body.name !== undefined) patch.name = body.name.trim();
+  if (body.email !== undefined) {
+    const email = normalizeEmail(body.email);
+    if (isRejection(email)) return errorOf(email);
+    patch.email = email;
+  }
+  if (body.phone !== undefined) {
+    const phone = normalizePhone(body.phone);
+    if (isRejection(phone)) return errorOf(phone);
+    patch.phone = phone;
+  }
+  if (body.tier !== undefined) patch.tier = body.tier;
+  if (body.kyc_level !== undefined) patch.kycLevel = body.kyc_level;
+  if (body.pin !== undefined) patch.pinHash = body.pin === null ? null : await hashPin(body.pin);
+  if (patch.email === undefined && patch.phone === undefined) return command(deps, ctx, partition, { k: 'customer.update', id, patch });
+
+  // Email or phone changes: read the current values (and check access) first, so the old ones are freed.
+  const current = await command(deps, ctx, partition, { k: 'customer.get', id });
+  if (current.json === undefined) return current;
+  const before = (JSON.parse(current.json) as { data: { email: string; phone: string } }).data;
+  const values = { ...(patch.email === undefined ? {} : { email: patch.email }), ...(patch.phone === undefined ? {} : { phone: patch.phone }) };
+  const taken = deps.customers.taken(ctx.owner, values, id);
+  if (taken !== null) return errorOf(reject('DUPLICATE', `A customer with this ${taken} is already registered.`));
+  deps.customers.reserve(ctx.owner, values, id);
+  const reply = await command(deps, ctx, partition, { k: 'customer.update', id, patch });
+  if (reply.status === 200) {
+    deps.customers.release(ctx.owner, { ...(patch.email !== undefined && patch.email !== before.email ? { email: before.email } : {}), ...(patch.phone !== undefined && patch.phone !== before.phone ? { phone: before.phone } : {}) }, id);
+  } else {
+    deps.customers.release(ctx.owner, { ...(values.email !== before.email && values.email !== undefined ? { email: values.email } : {}), ...(values.phone !== before.phone && values.phone !== undefined ? { phone: values.phone } : {}) }, id);
+  }
+  return reply;
+}
+
+export function customerRoutes(deps: ApiDeps): RouteDef[] {
+  return [
+    {
+      method: 'POST',
+      path: '/v1/customers',
+      summary: 'Create a customer (and its home-currency wallet)',
+      auth: 'key',
+      family: 'customers',
+      idempotent: true,
+      body: CustomerCreate,
+      response: Customer,
+      responseStatus: 201,
+      errors: ['VALIDATION', 'DUPLICATE', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
+      handle: (ctx) => createCustomer(deps, ctx),
+    },
+    {
+      method: 'GET',
+      path: '/v1/customers/:id',
+      summary: 'Retrieve a customer',
+      auth: 'key',
+      family: 'customers',
+      response: Customer,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: (ctx) => {
+        const id = ctx.params.id ?? '';
+        const partition = partitionOf(id, 'customer');
+        if (isRejection(partition)) return errorOf(partition);
+        return command(deps, ctx, partition, { k: 'customer.get', id });
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/v1/customers/:id',
+      summary: 'Update a customer (name, email, phone, PIN, tier, KYC level)',
+      auth: 'key',
+      family: 'customers',
+      body: CustomerPatch,
+      response: Customer,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'DUPLICATE'],
+      handle: (ctx) => patchCustomer(deps, ctx),
+    },
+    {
+      method: 'GET',
+      path: '/v1/wallets/:id',
+      summary: 'Retrieve a wallet with its balances',
+      auth: 'key',
+      family: 'wallets',
+      response: Wallet,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: (ctx) => {
+        const id = ctx.params.id ?? '';
+        const partition = partitionOf(id, 'wallet');
+        if (isRejection(partition)) return errorOf(partition);
+        return command(deps, ctx, partition, { k: 'wallet.get', id });
+      },
+    },
+  ];
+}

@@ -1,0 +1,66 @@
+// What API modules share: the shard pool, the front end's indexes, the control store, the clocks,
+// and the one helper that turns a request into a (possibly idempotent) shard command.
+// Main thread. Routing uses the partition encoded in ids, so no lookup precedes a command.
+// Invariant: an idempotent command carries scope and fingerprint, and runs through the index.
+import { createHash } from 'node:crypto';
+import { reject, statusOf, type Rejection } from '../errors.ts';
+import { partitionOfId } from '../ids.ts';
+import { PARTITIONS } from '../config.ts';
+import type { ShardPool } from '../shard/pool.ts';
+import type { CommandBody } from '../shard/protocol.ts';
+import type { ControlStore } from '../store/control-store.ts';
+import type { IdempotencyIndex } from '../http/idempotency.ts';
+import type { Reply, RequestContext } from '../http/types.ts';
+import type { CustomerIndex } from './customer-index.ts';
+import type { SandboxClocks } from './clocks.ts';
+
+export interface ApiDeps {
+  pool: ShardPool;
+  idempotency: IdempotencyIndex;
+  customers: CustomerIndex;
+  control: ControlStore;
+  clocks: SandboxClocks;
+}
+
+export function errorOf(rejection: Rejection): Reply {
+  return { status: statusOf(rejection), error: { code: rejection.code, message: rejection.message } };
+}
+
+/** The partition of a resource id, or NOT_FOUND when the id cannot name anything we minted. */
+export function partitionOf(id: string, what: string): number | Rejection {
+  const partition = partitionOfId(id);
+  if (partition < 0) return reject('VALIDATION', `${what} id ${JSON.stringify(id)} is not a ULID.`);
+  if (partition >= PARTITIONS) return reject('NOT_FOUND', `No such ${what}.`);
+  return partition;
+}
+
+/**
+ * The customer a request acts for: `customer_id` from the body or query, or the key's own customer for
+ * a customer-scoped key (which may name no other customer: 403).
+ */
+export function actingCustomer(ctx: RequestContext, named: string | undefined): string | Rejection {
+  const scoped = ctx.key?.customerId ?? null;
+  if (scoped !== null) {
+    if (named !== undefined && named !== scoped) return reject('FORBIDDEN', 'This key acts for one customer only.');
+    return scoped;
+  }
+  if (named === undefined) return reject('VALIDATION', 'customer_id is required.');
+  return named;
+}
+
+export function fingerprintOf(ctx: RequestContext): string {
+  return createHash('sha256').update(`${ctx.method} ${ctx.path}\n`).update(ctx.rawBody).digest('hex');
+}
+
+export async function command(deps: ApiDeps, ctx: RequestContext, partition: number, body: CommandBody, options: { idempotent?: boolean } = {}): Promise<Reply> {
+  const base = { owner: ctx.owner, nowMs: ctx.nowMs, customerScope: ctx.key?.customerId ?? null };
+  if (options.idempotent !== true || ctx.idempotencyKey === null) return deps.pool.send({ ...base, partition, ...body });
+  const idem = { scope: `${ctx.owner}:${ctx.idempotencyKey}`, fingerprint: fingerprintOf(ctx) };
+  return deps.idempotency.run(idem.scope, partition, (target, replay) =>
+    deps.pool.send(replay ? { ...base, partition: target, k: 'idem.replay', idem } : { ...base, partition: target, ...body, idem }),
+  );
+}
+
+export function isRejection(value: unknown): value is Rejection {
+  return typeof value === 'object' && value !== null && 'code' in value && 'message' in value;
+}

@@ -1,0 +1,82 @@
+// Sandbox test helpers (sk_test_ keys only; 404 with a live key): settle or fail a collection, and
+// move the account's sandbox clock. Main thread. They drive the same commands a real rail would.
+// Invariant: a helper can only do what a rail callback could; it never edits balances directly.
+import Type from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { RouteDef } from '../http/types.ts';
+import { ClockAdvance, Payment, PaymentFail } from '../schemas/transaction.schema.ts';
+import { command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+
+const PaymentFailValidator = Compile(PaymentFail);
+const Clock = Type.Object({ now: Type.String(), offset_seconds: Type.Integer() });
+
+function clockReply(deps: ApiDeps, owner: string): { status: number; json: string } {
+  const offsetMs = deps.clocks.offsetOf(owner);
+  return { status: 200, json: JSON.stringify({ data: { now: new Date(Date.now() + offsetMs).toISOString(), offset_seconds: Math.round(offsetMs / 1000) } }) };
+}
+
+export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
+  const outcome = (kind: 'settle' | 'fail'): RouteDef['handle'] => (ctx) => {
+    const id = ctx.params.id ?? '';
+    const partition = partitionOf(id, 'payment');
+    if (isRejection(partition)) return errorOf(partition);
+    if (kind === 'settle') return command(deps, ctx, partition, { k: 'payment.settle', id, source: 'test_helper' });
+    const code = (ctx.body as { failure_code?: string } | undefined)?.failure_code ?? 'PROVIDER_ERROR';
+    return command(deps, ctx, partition, { k: 'payment.fail', id, code, source: 'test_helper' });
+  };
+  return [
+    {
+      method: 'POST',
+      path: '/v1/test_helpers/payments/:id/settle',
+      summary: 'Sandbox: the collection rail confirms the payment',
+      auth: 'key',
+      family: 'test_helpers',
+      sandboxOnly: true,
+      response: Payment,
+      errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
+      handle: outcome('settle'),
+    },
+    {
+      method: 'POST',
+      path: '/v1/test_helpers/payments/:id/fail',
+      summary: 'Sandbox: the collection rail fails the payment (failure_code, default PROVIDER_ERROR)',
+      auth: 'key',
+      family: 'test_helpers',
+      sandboxOnly: true,
+      response: Payment,
+      errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
+      handle: (ctx) => {
+        if (ctx.body !== undefined) {
+          const check = PaymentFailValidator.Check(ctx.body);
+          if (!check) return errorOf({ code: 'VALIDATION', message: 'body may only carry failure_code (a string).' });
+        }
+        return outcome('fail')(ctx);
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/test_helpers/clock/advance',
+      summary: "Sandbox: move this account's clock forward",
+      auth: 'key',
+      family: 'test_helpers',
+      sandboxOnly: true,
+      body: ClockAdvance,
+      response: Clock,
+      errors: ['VALIDATION'],
+      handle: (ctx) => {
+        deps.clocks.advance(ctx.owner, (ctx.body as { seconds: number }).seconds, deps.pool);
+        return clockReply(deps, ctx.owner);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/test_helpers/clock',
+      summary: "Sandbox: this account's clock",
+      auth: 'key',
+      family: 'test_helpers',
+      sandboxOnly: true,
+      response: Clock,
+      handle: (ctx) => clockReply(deps, ctx.owner),
+    },
+  ];
+}

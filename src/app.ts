@@ -1,0 +1,132 @@
+// Composition of the server: data dir layout, control store and keys, shard pool, indexes, routes,
+// HTTP front end. Main thread. Used by src/main.ts and by tests and benches that start a real server.
+// Invariant: the server listens only after every shard has recovered and the indexes are rebuilt.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import type { Config } from './config.ts';
+import { ensureLayout } from './shard/layout.ts';
+import { ShardPool } from './shard/pool.ts';
+import { ControlStore, generateSecret } from './store/control-store.ts';
+import { Authenticator } from './http/auth.ts';
+import { RateLimiter } from './http/rate-limit.ts';
+import { IdempotencyIndex } from './http/idempotency.ts';
+import { Router } from './http/router.ts';
+import { HttpServer } from './http/server.ts';
+import { CustomerIndex } from './api/customer-index.ts';
+import { SandboxClocks } from './api/clocks.ts';
+import type { ApiDeps } from './api/deps.ts';
+import { countryRoutes } from './api/countries.ts';
+import { customerRoutes } from './api/customers.ts';
+import { transactionRoutes } from './api/transactions.ts';
+import { paymentRoutes } from './api/payments.ts';
+import { testHelperRoutes } from './api/test-helpers.ts';
+import { buildOpenApi, openApiRoute } from './api/openapi.ts';
+
+export interface RunningApp {
+  port: number;
+  /** The sandbox key created on first start when none was configured (shown once). */
+  createdKey: string | null;
+  stop: () => Promise<void>;
+}
+
+export type Log = (message: string) => void;
+
+/** Registers KOBO_API_KEYS entries (`key` or `key@account`); creates a sandbox key on a fresh data dir. */
+export function bootstrapKeys(control: ControlStore, entries: readonly string[], nowMs: number): string | null {
+  for (const entry of entries) {
+    const at = entry.indexOf('@');
+    const secret = at < 0 ? entry : entry.slice(0, at);
+    const account = at < 0 ? `acct_${createHash('sha256').update(secret).digest('hex').slice(0, 12)}` : entry.slice(at + 1);
+    if (!/^sk_(test|live)_[A-Za-z0-9_-]{8,128}$/.test(secret)) throw new Error(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… is not a secret key`);
+    control.insertKey({ secret, account, nowMs, label: 'KOBO_API_KEYS' });
+  }
+  if (entries.length > 0 || control.countKeys() > 0) return null;
+  const secret = generateSecret('test');
+  control.insertKey({ secret, account: 'default', nowMs, label: 'created at first start' });
+  return secret;
+}
+
+function lockDataDir(dataDir: string): () => void {
+  const file = path.join(dataDir, 'server.pid');
+  if (fs.existsSync(file)) {
+    const pid = Number(fs.readFileSync(file, 'utf8'));
+    let alive = false;
+    try {
+      alive = Number.isInteger(pid) && pid > 0 && pid !== process.pid && process.kill(pid, 0);
+    } catch {
+      alive = false;
+    }
+    if (alive) throw new Error(`data dir ${dataDir} is in use by process ${pid}`);
+  }
+  fs.writeFileSync(file, String(process.pid));
+  return () => fs.rmSync(file, { force: true });
+}
+
+export async function startApp(config: Readonly<Config>, log: Log): Promise<RunningApp> {
+  ensureLayout(config.dataDir, config.shards);
+  const unlock = lockDataDir(config.dataDir);
+  const control = new ControlStore(config.dataDir);
+  const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
+  const clocks = new SandboxClocks(control);
+  const pool = new ShardPool({
+    shards: config.shards,
+    dataDir: config.dataDir,
+    railLatencyMs: config.railLatencyMs,
+    batchCommandsMax: config.batchCommandsMax,
+    shardQueueMax: config.shardQueueMax,
+    snapshotIntervalMs: config.snapshotIntervalMs,
+    snapshotEveryRecords: config.snapshotEveryRecords,
+    clockOffsets: clocks.entries(),
+    onFatal: (message) => {
+      // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
+      log(`fatal: ${message}`);
+      process.exit(70);
+    },
+  });
+  const started = Date.now();
+  const reports = await pool.start();
+  const customers = new CustomerIndex();
+  const idempotency = new IdempotencyIndex();
+  let replayed = 0;
+  for (const report of reports) {
+    for (const [owner, email, phone, id] of report.customers) customers.restore(owner, email, phone, id);
+    for (const [scope, partition] of report.idempotencyScopes) idempotency.restore(scope, partition);
+    replayed += report.recovered.replayed;
+    if (report.recovered.cut > 0) log(`shard ${report.shard}: cut ${report.recovered.cut} torn WAL record(s) at the tail`);
+  }
+  log(`recovered ${config.shards} shard(s) in ${Date.now() - started} ms (${replayed} WAL records replayed)`);
+
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks };
+  const router = new Router();
+  router.add([
+    ...countryRoutes(),
+    ...customerRoutes(deps),
+    ...transactionRoutes(deps),
+    ...paymentRoutes(deps),
+    ...testHelperRoutes(deps),
+  ]);
+  let openApiJson = '';
+  router.add([openApiRoute(() => openApiJson)]);
+  openApiJson = JSON.stringify(buildOpenApi(router.all(), '0.1.0'));
+
+  const server = new HttpServer({
+    router,
+    auth: new Authenticator(control),
+    rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
+    bodyBytesMax: config.bodyBytesMax,
+    clockOf: (owner) => clocks.offsetOf(owner),
+    log,
+  });
+  const port = await server.listen(config.host, config.port);
+  return {
+    port,
+    createdKey,
+    stop: async () => {
+      server.close();
+      await pool.stop();
+      control.close();
+      unlock();
+    },
+  };
+}

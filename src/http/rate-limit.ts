@@ -1,0 +1,40 @@
+// Fixed-window rate limits per secret key (or per IP on public endpoints), reads and writes apart.
+// Main thread; in memory (a restart resets the windows, which only ever favours the client).
+// Invariant: the map holds at most `entriesMax` windows; expired ones are swept before it grows past.
+export interface RateDecision {
+  allowed: boolean;
+  remaining: number;
+  resetSeconds: number;
+}
+
+interface Window {
+  startMs: number;
+  count: number;
+}
+
+const WINDOW_MS = 60_000;
+
+export class RateLimiter {
+  private readonly windows = new Map<string, Window>();
+
+  constructor(private readonly limits: { readPerMin: number; writePerMin: number; entriesMax?: number }) {}
+
+  take(subject: string, write: boolean, nowMs: number): RateDecision {
+    const limit = write ? this.limits.writePerMin : this.limits.readPerMin;
+    const id = write ? `w:${subject}` : `r:${subject}`;
+    let window = this.windows.get(id);
+    if (window === undefined || nowMs - window.startMs >= WINDOW_MS) {
+      if (window === undefined && this.windows.size >= (this.limits.entriesMax ?? 100_000)) this.sweep(nowMs);
+      window = { startMs: nowMs, count: 0 };
+      this.windows.set(id, window);
+    }
+    const resetSeconds = Math.max(1, Math.ceil((window.startMs + WINDOW_MS - nowMs) / 1000));
+    if (window.count >= limit) return { allowed: false, remaining: 0, resetSeconds };
+    window.count += 1;
+    return { allowed: true, remaining: limit - window.count, resetSeconds };
+  }
+
+  private sweep(nowMs: number): void {
+    for (const [id, window] of this.windows) if (nowMs - window.startMs >= WINDOW_MS) this.windows.delete(id);
+  }
+}

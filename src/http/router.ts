@@ -1,0 +1,66 @@
+// Matches a method and path to a route: literal segments first, then `:param` segments.
+// Main thread. Unknown paths are 404 and known paths with another method are 405, both in the envelope.
+// Invariant: a path matches at most one route per method.
+import { Compile } from 'typebox/compile';
+import type { CompiledRoute, HttpMethod, RouteDef } from './types.ts';
+
+export type Match =
+  | { kind: 'found'; route: CompiledRoute; params: Record<string, string> }
+  | { kind: 'method_not_allowed'; allow: HttpMethod[] }
+  | { kind: 'not_found' };
+
+export class Router {
+  private readonly routes: CompiledRoute[] = [];
+
+  add(defs: readonly RouteDef[]): void {
+    for (const def of defs) {
+      const compiled: CompiledRoute = { ...def, segments: def.path.split('/').filter((s) => s.length > 0) };
+      if (def.body !== undefined) compiled.bodyValidator = Compile(def.body);
+      if (def.query !== undefined) compiled.queryValidator = Compile(def.query);
+      this.routes.push(compiled);
+    }
+    // Literal segments win over parameters (GET /v1/payments/methods before /v1/payments/:id).
+    this.routes.sort((a, b) => specificity(b) - specificity(a));
+  }
+
+  all(): readonly CompiledRoute[] {
+    return this.routes;
+  }
+
+  match(method: string, path: string): Match {
+    const parts = path.split('/').filter((s) => s.length > 0);
+    const allow: HttpMethod[] = [];
+    for (const route of this.routes) {
+      const params = matchSegments(route.segments, parts);
+      if (params === null) continue;
+      if (route.method === method) return { kind: 'found', route, params };
+      allow.push(route.method);
+    }
+    return allow.length > 0 ? { kind: 'method_not_allowed', allow } : { kind: 'not_found' };
+  }
+}
+
+function specificity(route: CompiledRoute): number {
+  return route.segments.reduce((score, s, i) => score + (s.startsWith(':') ? 0 : 2 ** (16 - i)), 0);
+}
+
+function matchSegments(segments: string[], parts: string[]): Record<string, string> | null {
+  if (segments.length !== parts.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i += 1) {
+    const segment = segments[i]!;
+    const part = parts[i]!;
+    if (segment.startsWith(':')) {
+      let value: string;
+      try {
+        value = decodeURIComponent(part);
+      } catch {
+        return null;
+      }
+      params[segment.slice(1)] = value;
+    } else if (segment !== part) {
+      return null;
+    }
+  }
+  return params;
+}

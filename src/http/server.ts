@@ -1,0 +1,236 @@
+// The uWebSockets.js front end: read the request (bounded), route, authenticate, rate-limit, check
+// idempotency headers, content type and schema, run the route, write the reply in the spec's envelope.
+// Main thread. It never touches balances: routes turn requests into shard commands.
+// Invariant: every response, success or failure, carries X-Request-Id equal to error.request_id.
+import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { reject, statusOf, type Rejection } from '../errors.ts';
+import type { KeyRecord } from '../store/control-store.ts';
+import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.ts';
+import { normalizeIp, type Authenticator } from './auth.ts';
+import type { RateDecision, RateLimiter } from './rate-limit.ts';
+import { IDEMPOTENCY_KEY_LENGTH_MAX } from './idempotency.ts';
+import type { Router } from './router.ts';
+import { validate } from './validate.ts';
+import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
+
+export interface ServerDeps {
+  router: Router;
+  auth: Authenticator;
+  rateLimiter: RateLimiter;
+  bodyBytesMax: number;
+  clockOf: (owner: string) => number;
+  log: (message: string) => void;
+}
+
+interface Incoming {
+  method: string;
+  path: string;
+  query: string;
+  authorization: string;
+  contentType: string;
+  idempotencyKey: string;
+  transactionAuthorization: string;
+  ip: string;
+  requestId: string;
+  aborted: boolean;
+}
+
+const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
+const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+export class HttpServer {
+  private readonly app: TemplatedApp;
+  private listenSocket: us_listen_socket | null = null;
+  private readonly bootId = randomBytes(4).toString('hex');
+  private requestSeq = 0;
+
+  constructor(private readonly deps: ServerDeps) {
+    this.app = uws.App();
+    this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject_) => {
+      this.app.listen(host, port, (socket) => {
+        if (socket === false) return reject_(new Error(`cannot listen on ${host}:${port}`));
+        this.listenSocket = socket;
+        resolve(uws.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  close(): void {
+    if (this.listenSocket !== null) uws.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+  }
+
+  private onRequest(res: HttpResponse, req: HttpRequest): void {
+    const incoming: Incoming = {
+      method: req.getCaseSensitiveMethod().toUpperCase(),
+      path: req.getUrl(),
+      query: req.getQuery() ?? '',
+      authorization: req.getHeader('authorization'),
+      contentType: req.getHeader('content-type'),
+      idempotencyKey: req.getHeader('idempotency-key'),
+      transactionAuthorization: req.getHeader('x-transaction-authorization'),
+      ip: normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString()),
+      requestId: `req_${this.bootId}${(this.requestSeq++).toString(36).padStart(8, '0')}`,
+      aborted: false,
+    };
+    res.onAborted(() => {
+      incoming.aborted = true;
+    });
+    if (!BODY_METHODS.has(incoming.method)) {
+      void this.process(res, incoming, Buffer.alloc(0));
+      return;
+    }
+    const declared = Number(req.getHeader('content-length') || '0');
+    if (declared > this.deps.bodyBytesMax) {
+      this.send(res, incoming, this.tooLarge(), undefined, true);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let refused = false;
+    res.onData((chunk, isLast) => {
+      if (refused) return;
+      received += chunk.byteLength;
+      if (received > this.deps.bodyBytesMax) {
+        // uWS sets no body limit of its own: refuse as soon as the bound is crossed, and close.
+        refused = true;
+        this.send(res, incoming, this.tooLarge(), undefined, true);
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) void this.process(res, incoming, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+  }
+
+  private tooLarge(): Reply {
+    return this.errorReply(reject('PAYLOAD_TOO_LARGE', `The body is larger than ${this.deps.bodyBytesMax} bytes.`));
+  }
+
+  private errorReply(rejection: Rejection, headers?: Record<string, string>): Reply {
+    return { status: statusOf(rejection), error: { code: rejection.code, message: rejection.message }, ...(headers === undefined ? {} : { headers }) };
+  }
+
+  private async process(res: HttpResponse, incoming: Incoming, rawBody: Buffer): Promise<void> {
+    let rate: RateDecision | undefined;
+    let reply: Reply;
+    try {
+      const outcome = await this.handle(incoming, rawBody);
+      reply = outcome.reply;
+      rate = outcome.rate;
+    } catch (error) {
+      this.deps.log(`request ${incoming.requestId} failed: ${(error as Error).stack ?? String(error)}`);
+      reply = this.errorReply(reject('INTERNAL', 'An internal error occurred; it is safe to retry with the same Idempotency-Key.'));
+    }
+    this.send(res, incoming, reply, rate, false);
+  }
+
+  private async handle(incoming: Incoming, rawBody: Buffer): Promise<{ reply: Reply; rate?: RateDecision }> {
+    const match = this.deps.router.match(incoming.method, incoming.path);
+    if (match.kind === 'not_found') return { reply: this.errorReply(reject('NOT_FOUND', `No route for ${incoming.method} ${incoming.path}.`)) };
+    if (match.kind === 'method_not_allowed') {
+      return { reply: this.errorReply(reject('METHOD_NOT_ALLOWED', `${incoming.method} is not allowed on ${incoming.path}.`), { Allow: match.allow.join(', ') }) };
+    }
+    const route = match.route;
+    const wallMs = Date.now();
+    let key: KeyRecord | null = null;
+    let rate: RateDecision;
+    const write = route.method !== 'GET';
+    if (route.auth === 'key') {
+      if (incoming.authorization === '') return { reply: this.errorReply(reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')) };
+      const authenticated = this.deps.auth.authenticate(incoming.authorization, wallMs);
+      if ('code' in authenticated) return { reply: this.errorReply(authenticated) };
+      key = authenticated;
+      rate = this.deps.rateLimiter.take(key.id, write, wallMs);
+    } else {
+      rate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
+    }
+    if (!rate.allowed) return { reply: this.errorReply(reject('RATE_LIMITED', `Rate limit exceeded; retry in ${rate.resetSeconds} s.`)), rate };
+    const refused = this.preflight(route, key, incoming, rawBody);
+    if ('reply' in refused) return { reply: refused.reply, rate };
+    const owner = key === null ? 'public:public' : `${key.env}:${key.account}`;
+    const ctx: RequestContext = {
+      requestId: incoming.requestId,
+      method: route.method,
+      path: incoming.path,
+      params: match.params,
+      query: refused.query,
+      body: refused.body,
+      rawBody,
+      key,
+      owner,
+      nowMs: wallMs + this.deps.clockOf(owner),
+      ip: incoming.ip,
+      idempotencyKey: incoming.idempotencyKey === '' ? null : incoming.idempotencyKey,
+      transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
+    };
+    return { reply: await route.handle(ctx), rate };
+  }
+
+  /** Every check that needs no shard: grants, sandbox-only, idempotency header, content type, schemas. */
+  private preflight(
+    route: CompiledRoute,
+    key: KeyRecord | null,
+    incoming: Incoming,
+    rawBody: Buffer,
+  ): { reply: Reply } | { body: unknown; query: URLSearchParams } {
+    if (key !== null) {
+      const denied = this.deps.auth.authorize(key, route, incoming.ip);
+      if (denied !== null) return { reply: this.errorReply(denied) };
+      if (route.sandboxOnly === true && key.env !== 'test') {
+        return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };
+      }
+    }
+    if (route.idempotent === true) {
+      if (incoming.idempotencyKey === '') return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
+      if (incoming.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX) {
+        return { reply: this.errorReply(reject('VALIDATION', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters.`)) };
+      }
+    }
+    let body: unknown = undefined;
+    if (rawBody.length > 0) {
+      if (!/^application\/json\s*(;|$)/i.test(incoming.contentType)) {
+        return { reply: this.errorReply(reject('UNSUPPORTED_MEDIA_TYPE', 'Send JSON bodies with Content-Type: application/json.')) };
+      }
+      try {
+        body = JSON.parse(rawBody.toString('utf8'));
+      } catch {
+        return { reply: this.errorReply(reject('VALIDATION', 'The body is not valid JSON.')) };
+      }
+    }
+    if (route.bodyValidator !== undefined) {
+      if (body === undefined) return { reply: this.errorReply(reject('VALIDATION', 'A JSON body is required.')) };
+      const invalid = validate(route.bodyValidator, body, 'body');
+      if (invalid !== null) return { reply: this.errorReply(invalid) };
+    }
+    const query = new URLSearchParams(incoming.query);
+    if (route.queryValidator !== undefined) {
+      const invalid = validate(route.queryValidator, Object.fromEntries(query), 'query');
+      if (invalid !== null) return { reply: this.errorReply(invalid) };
+    }
+    return { body, query };
+  }
+
+  private send(res: HttpResponse, incoming: Incoming, reply: Reply, rate: RateDecision | undefined, close: boolean): void {
+    if (incoming.aborted) return;
+    const body = reply.json ?? JSON.stringify({ error: { code: reply.error?.code ?? 'INTERNAL', message: reply.error?.message ?? '', request_id: incoming.requestId } });
+    res.cork(() => {
+      res.writeStatus(STATUS_LINE.get(reply.status) ?? `${reply.status} Unknown`);
+      res.writeHeader('Content-Type', 'application/json');
+      res.writeHeader('X-Request-Id', incoming.requestId);
+      if (rate !== undefined) {
+        res.writeHeader('X-RateLimit-Remaining', String(rate.remaining));
+        res.writeHeader('X-RateLimit-Reset', String(rate.resetSeconds));
+      }
+      if (reply.headers !== undefined) for (const [name, value] of Object.entries(reply.headers)) res.writeHeader(name, value);
+      res.end(body, close);
+    });
+    incoming.aborted = true; // the response is finished: uWS forbids touching it again
+  }
+}
+
+export type { HttpMethod };

@@ -1,0 +1,54 @@
+// Shapes shared by the HTTP layer and the API modules: route definitions, request context, replies.
+// Main thread. A route declares its auth, scope family, idempotency and schemas; the pipeline
+// enforces them the same way for every endpoint.
+// Invariant: an API module never writes to the socket; it returns a Reply.
+import type { TSchema } from 'typebox';
+import type { Validator } from 'typebox/compile';
+import type { KeyRecord } from '../store/control-store.ts';
+import type { StoredReply } from '../shard/state.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH';
+
+export type Reply = StoredReply & { headers?: Record<string, string> };
+
+export interface RequestContext {
+  requestId: string;
+  method: HttpMethod;
+  path: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  body: unknown;
+  rawBody: Buffer;
+  key: KeyRecord | null;
+  /** `test:acme`: the account and environment that own what this request touches. */
+  owner: string;
+  nowMs: number;
+  ip: string;
+  idempotencyKey: string | null;
+  transactionAuthorization: string | null;
+}
+
+export interface RouteDef {
+  method: HttpMethod;
+  path: string;
+  summary: string;
+  auth: 'public' | 'key';
+  /** Scope family checked against the key's scopes (e.g. `payments`). */
+  family: string;
+  /** Money-moving POST: needs an Idempotency-Key; the first result is stored and replayed. */
+  idempotent?: boolean;
+  sandboxOnly?: boolean;
+  body?: TSchema;
+  query?: TSchema;
+  /** Response `data` schema, for the OpenAPI document. */
+  response?: TSchema;
+  responseStatus?: number;
+  errors?: readonly string[];
+  handle: (ctx: RequestContext) => Promise<Reply> | Reply;
+}
+
+export interface CompiledRoute extends RouteDef {
+  segments: string[];
+  bodyValidator?: Validator;
+  queryValidator?: Validator;
+}

@@ -1,0 +1,72 @@
+// Executes one command against a partition: idempotency check, handler, apply, stored reply.
+// Runs inside shard workers (and micro-benchmarks). The idempotency record is an event of the same
+// WAL record as the effect it guards, so both are durable together or not at all.
+// Invariant: a command either applies all its events or none (a failed assertion stops the shard).
+import type { Effect, HandlerContext, Outcome } from './handlers/common.ts';
+import { errorReply, rejected } from './handlers/common.ts';
+import { reject } from '../errors.ts';
+import { applyEvent, type WalEvent } from './events.ts';
+import type { Command } from './protocol.ts';
+import type { PartitionState, StoredReply } from './state.ts';
+import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
+import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
+import { createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
+
+function decide(ctx: HandlerContext, cmd: Command): Outcome {
+  switch (cmd.k) {
+    case 'customer.create': return createCustomer(ctx, cmd);
+    case 'customer.get': return getCustomer(ctx, cmd);
+    case 'customer.update': return updateCustomer(ctx, cmd);
+    case 'wallet.get': return getWallet(ctx, cmd);
+    case 'txn.create': return createTransaction(ctx, cmd);
+    case 'txn.get': return getTransaction(ctx, cmd);
+    case 'txn.cancel': return cancelTransaction(ctx, cmd);
+    case 'txn.retry': return retryTransaction(ctx, cmd);
+    case 'payment.methods': return listMethods(ctx, cmd);
+    case 'payment.create': return createPayment(ctx, cmd);
+    case 'payment.get': return getPayment(ctx, cmd);
+    case 'payment.settle': return settlePayment(ctx, cmd);
+    case 'payment.fail': return failPayment(ctx, cmd);
+    case 'payment.submit': return submitPayment(ctx, cmd);
+    case 'idem.replay':
+      // The front end believed this shard holds the key's record; it does not. Never store this.
+      return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));
+    default: {
+      const never: never = cmd;
+      throw new Error(`dispatch: unknown command ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+export interface Executed {
+  reply: StoredReply;
+  events: WalEvent[];
+  effects: Effect[];
+}
+
+function storedReply(record: StoredReply): StoredReply {
+  return record.error === undefined ? { status: record.status, json: record.json! } : { status: record.status, error: record.error };
+}
+
+export function execute(ctx: HandlerContext, cmd: Command): Executed {
+  const state: PartitionState = ctx.state;
+  if (cmd.idem !== undefined) {
+    const record = state.idempotency.get(cmd.idem.scope);
+    if (record !== undefined) {
+      const reply = record.fingerprint === cmd.idem.fingerprint
+        ? storedReply(record)
+        : errorReply(reject('IDEMPOTENCY_REPLAY', 'This Idempotency-Key was used with a different request; retries must repeat the key and body exactly.'));
+      return { reply, events: [], effects: [] };
+    }
+  }
+  const outcome = decide(ctx, cmd);
+  for (const event of outcome.events) applyEvent(state, event);
+  const reply = outcome.reply(state);
+  const events = outcome.events;
+  if (cmd.idem !== undefined && reply.status < 500) {
+    const stored: WalEvent = { t: 'idem.stored', record: { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs } };
+    applyEvent(state, stored);
+    events.push(stored);
+  }
+  return { reply, events, effects: outcome.effects ?? [] };
+}

@@ -1,0 +1,125 @@
+// WAL events and the one function that applies them to partition state, live and on replay alike.
+// Runs inside a shard worker (and the CLI's verify/restore). Pure: every time and id is in the event.
+// Invariant: replaying the WAL from a snapshot yields exactly the state the live shard had.
+import assert from 'node:assert/strict';
+import { applyLedgerOp, type LedgerOp } from '../ledger/ledger.ts';
+import type { TransactionStatus } from '../../machines/transaction.machine.ts';
+import type { PaymentStatus } from '../../machines/payment.machine.ts';
+import type {
+  Customer,
+  Failure,
+  HoldStatus,
+  IdempotencyRecord,
+  PartitionState,
+  Payment,
+  Transaction,
+  Wallet,
+} from './state.ts';
+
+export type CustomerPatch = Partial<Pick<Customer, 'name' | 'email' | 'phone' | 'tier' | 'kycLevel' | 'pinHash'>>;
+
+export type WalEvent =
+  | { t: 'customer.created'; customer: Customer }
+  | { t: 'customer.updated'; id: string; patch: CustomerPatch; atMs: number }
+  | { t: 'customer.usage'; id: string; day: number; currency: string; deltaMinor: number }
+  | { t: 'wallet.opened'; wallet: Wallet }
+  | { t: 'txn.created'; txn: Transaction }
+  | {
+      t: 'txn.moved';
+      id: string;
+      status: TransactionStatus;
+      atMs: number;
+      failure: Failure | null;
+      holdStatus?: HoldStatus;
+      holdId?: string | null;
+      attempt?: number;
+    }
+  | { t: 'payment.created'; payment: Payment }
+  | { t: 'payment.moved'; id: string; status: PaymentStatus; atMs: number }
+  | { t: 'ledger'; ops: LedgerOp[]; atMs: number }
+  | { t: 'idem.stored'; record: IdempotencyRecord };
+
+function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): void {
+  for (const op of ops) {
+    const hold = op.op === 'commit' || op.op === 'void' ? state.ledger.holds.get(op.id) : undefined;
+    const ids = op.op === 'post' || op.op === 'hold' ? [op.dr, op.cr] : hold === undefined ? [] : [hold.dr, hold.cr];
+    for (const id of ids) {
+      const account = state.ledger.accounts.get(id);
+      if (account?.kind === 'wallet') (account as Wallet).updatedAtMs = atMs;
+    }
+  }
+}
+
+export function applyEvent(state: PartitionState, event: WalEvent): void {
+  switch (event.t) {
+    case 'customer.created':
+      assert(!state.customers.has(event.customer.id), 'apply: customer exists');
+      state.customers.set(event.customer.id, { ...event.customer, wallets: { ...event.customer.wallets } });
+      return;
+    case 'customer.updated': {
+      const customer = state.customers.get(event.id);
+      assert(customer !== undefined, 'apply: customer missing');
+      Object.assign(customer, event.patch);
+      customer.updatedAtMs = event.atMs;
+      return;
+    }
+    case 'customer.usage': {
+      const customer = state.customers.get(event.id);
+      assert(customer !== undefined, 'apply: customer missing');
+      if (customer.usageDay !== event.day) {
+        customer.usageDay = event.day;
+        customer.usageMinor = {};
+      }
+      const next = (customer.usageMinor[event.currency] ?? 0) + event.deltaMinor;
+      customer.usageMinor[event.currency] = Math.max(0, next);
+      return;
+    }
+    case 'wallet.opened': {
+      const customer = state.customers.get(event.wallet.customerId);
+      assert(customer !== undefined, 'apply: wallet for missing customer');
+      assert(!state.ledger.accounts.has(event.wallet.id), 'apply: wallet exists');
+      state.ledger.accounts.set(event.wallet.id, { ...event.wallet });
+      customer.wallets[event.wallet.currency] = event.wallet.id;
+      return;
+    }
+    case 'txn.created':
+      assert(!state.transactions.has(event.txn.id), 'apply: transaction exists');
+      state.transactions.set(event.txn.id, { ...event.txn, history: [...event.txn.history] });
+      return;
+    case 'txn.moved': {
+      const txn = state.transactions.get(event.id);
+      assert(txn !== undefined, 'apply: transaction missing');
+      txn.status = event.status;
+      txn.failure = event.failure;
+      if (event.holdStatus !== undefined) txn.holdStatus = event.holdStatus;
+      if (event.holdId !== undefined) txn.holdId = event.holdId;
+      if (event.attempt !== undefined) txn.attempt = event.attempt;
+      txn.updatedAtMs = event.atMs;
+      txn.history.push({ status: event.status, atMs: event.atMs, attempt: txn.attempt, failureCode: event.failure?.code ?? null });
+      return;
+    }
+    case 'payment.created':
+      assert(!state.payments.has(event.payment.id), 'apply: payment exists');
+      state.payments.set(event.payment.id, { ...event.payment });
+      return;
+    case 'payment.moved': {
+      const payment = state.payments.get(event.id);
+      assert(payment !== undefined, 'apply: payment missing');
+      payment.status = event.status;
+      payment.updatedAtMs = event.atMs;
+      return;
+    }
+    case 'ledger':
+      touchWallets(state, event.ops, event.atMs); // before: commit and void remove the hold it reads
+      for (const op of event.ops) applyLedgerOp(state.ledger, op);
+      return;
+    case 'idem.stored':
+      assert(!state.idempotency.has(event.record.scope), 'apply: idempotency record exists');
+      state.idempotency.set(event.record.scope, event.record);
+      return;
+    default: {
+      const never: never = event;
+      throw new Error(`apply: unknown event ${JSON.stringify(never)}`);
+    }
+  }
+}

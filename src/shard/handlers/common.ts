@@ -1,0 +1,96 @@
+// Shared pieces of command handlers: the outcome shape, replies, ownership checks, tier limits.
+// Runs inside shard workers. Handlers only read state; they return events that apply() then performs.
+// Invariant: a rejected command returns no events, so it changes nothing.
+import { reject, statusOf, type Rejection } from '../../errors.ts';
+import { tierLimits } from '../../catalogue/limits.ts';
+import type { WalEvent } from '../events.ts';
+import type { Command } from '../protocol.ts';
+import type { Customer, Owner, PartitionState, StoredReply } from '../state.ts';
+
+export const DAY_MS = 86_400_000;
+
+/** Work for after the batch is durable: a command this shard sends itself later (a rail's answer). */
+export interface Effect {
+  afterMs: number;
+  cmd: Command;
+}
+
+export interface Outcome {
+  events: WalEvent[];
+  /** Builds the reply from the state after the events were applied. */
+  reply: (state: PartitionState) => StoredReply;
+  effects?: Effect[];
+}
+
+export interface HandlerContext {
+  state: PartitionState;
+  nowMs: number;
+  mintId: () => string;
+  railLatencyMs: number;
+}
+
+export function okReply(status: number, data: unknown): StoredReply {
+  return { status, json: JSON.stringify({ data }) };
+}
+
+export function errorReply(rejection: Rejection): StoredReply {
+  return { status: statusOf(rejection), error: { code: rejection.code, message: rejection.message } };
+}
+
+export function rejected(rejection: Rejection): Outcome {
+  return { events: [], reply: () => errorReply(rejection) };
+}
+
+export function envOf(owner: Owner): string {
+  return owner.slice(0, owner.indexOf(':'));
+}
+
+/**
+ * Checks that a resource is the caller's. Another environment's resource does not exist for the caller
+ * (404: sandbox and live never mix); another account's, or another customer's for a customer-scoped
+ * key, is 403 FORBIDDEN as the spec says for payments, transfers, transactions, wallets and customers.
+ */
+export function accessRejection(
+  cmd: Command,
+  resource: { owner: Owner; customerId: string } | undefined,
+  what: string,
+): Rejection | null {
+  if (resource === undefined || envOf(resource.owner) !== envOf(cmd.owner)) {
+    return reject('NOT_FOUND', `No such ${what}.`);
+  }
+  if (resource.owner !== cmd.owner) return reject('FORBIDDEN', `This ${what} belongs to another account.`);
+  if (cmd.customerScope != null && cmd.customerScope !== resource.customerId) {
+    return reject('FORBIDDEN', `This key may not reach that ${what}.`);
+  }
+  return null;
+}
+
+export function customerFor(ctx: HandlerContext, cmd: Command, customerId: string): Customer | Rejection {
+  const customer = ctx.state.customers.get(customerId);
+  const denied = accessRejection(cmd, customer === undefined ? undefined : { owner: customer.owner, customerId: customer.id }, 'customer');
+  if (denied !== null || customer === undefined) return denied ?? reject('NOT_FOUND', 'No such customer.');
+  return customer;
+}
+
+export function isRejection(value: unknown): value is Rejection {
+  return typeof value === 'object' && value !== null && 'code' in value && 'message' in value && !('id' in value);
+}
+
+/** LIMIT_EXCEEDED when the amount passes the customer's per-transaction or daily tier limit. */
+export function limitRejection(customer: Customer, currency: string, amountMinor: number, nowMs: number): Rejection | null {
+  const limits = tierLimits(customer.tier, currency);
+  if (limits === undefined) return reject('LIMIT_EXCEEDED', `No ${customer.tier} limits are configured for ${currency}.`);
+  if (amountMinor > limits.perTransactionMaxMinor) {
+    return reject('LIMIT_EXCEEDED', `amount_minor ${amountMinor} is above the ${customer.tier} per-transaction limit of ${limits.perTransactionMaxMinor} ${currency}.`);
+  }
+  const day = Math.floor(nowMs / DAY_MS);
+  const used = customer.usageDay === day ? (customer.usageMinor[currency] ?? 0) : 0;
+  if (used + amountMinor > limits.dailyMaxMinor) {
+    return reject('LIMIT_EXCEEDED', `amount_minor ${amountMinor} would pass the ${customer.tier} daily limit of ${limits.dailyMaxMinor} ${currency} (used ${used}).`);
+  }
+  return null;
+}
+
+export function usageEvent(customer: Customer, currency: string, deltaMinor: number, nowMs: number): WalEvent {
+  return { t: 'customer.usage', id: customer.id, day: Math.floor(nowMs / DAY_MS), currency, deltaMinor };
+}

@@ -1,0 +1,260 @@
+// Command handlers for payments (collections into a wallet, or inline wallet debits) and their outcomes.
+// Runs inside shard workers. bank_transfer waits for the customer's transfer (settle/fail from the rail
+// or the sandbox helpers); wallet holds the amount at once and the rail posts or voids the hold.
+// Invariant: settlement credits the wallet net of fee and the fee account with the fee, both from clearing.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { reject, type Rejection } from '../../errors.ts';
+import { findCountry, methodRules, type MethodRule } from '../../catalogue/countries.ts';
+import { collectionFeeMinor } from '../../catalogue/limits.ts';
+import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
+import type { FailureCode } from '../../../machines/transaction.machine.ts';
+import type { WalEvent } from '../events.ts';
+import type { Command } from '../protocol.ts';
+import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
+import { paymentView } from '../views.ts';
+import {
+  accessRejection,
+  customerFor,
+  isRejection,
+  limitRejection,
+  okReply,
+  rejected,
+  usageEvent,
+  DAY_MS,
+  type Effect,
+  type HandlerContext,
+  type Outcome,
+} from './common.ts';
+import { openWallet } from './customers.ts';
+import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
+
+/** How long bank-transfer instructions stay payable. */
+const INSTRUCTIONS_TTL_MS = DAY_MS;
+
+export function methodsFor(customer: Customer): Array<MethodRule & { selectable: boolean; reason: string | null }> {
+  return methodRules(customer.countryCode).map((rule) => {
+    let reason: string | null = null;
+    if (!rule.selectable) reason = 'funding_instrument';
+    else if (!rule.enabled) reason = 'not_enabled_in_country';
+    else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
+    return { ...rule, selectable: reason === null, reason };
+  });
+}
+
+export function listMethods(ctx: HandlerContext, cmd: Command & { k: 'payment.methods' }): Outcome {
+  const customer = customerFor(ctx, cmd, cmd.customerId);
+  if (isRejection(customer)) return rejected(customer);
+  const items = methodsFor(customer).map((m) => ({
+    method: m.method,
+    selectable: m.selectable,
+    enabled: m.enabled,
+    reason: m.reason,
+    min_amount_minor: m.min_amount_minor,
+    max_amount_minor: m.max_amount_minor,
+    kyc_level_min: m.kyc_level_min,
+  }));
+  return { events: [], reply: () => okReply(200, { customer_id: customer.id, country_code: customer.countryCode, items }) };
+}
+
+function methodRejection(customer: Customer, method: string, amountMinor: number): Rejection | null {
+  const rule = methodsFor(customer).find((m) => m.method === method);
+  if (rule === undefined || !rule.selectable) {
+    const why = rule?.reason ?? 'unknown_method';
+    return reject('METHOD_NOT_SELECTABLE', `Method ${method} is not selectable for this customer (${why}).`);
+  }
+  if (rule.min_amount_minor !== null && amountMinor < rule.min_amount_minor) {
+    return reject('VALIDATION', `amount_minor is below the ${method} minimum of ${rule.min_amount_minor}.`);
+  }
+  if (rule.max_amount_minor !== null && amountMinor > rule.max_amount_minor) {
+    return reject('VALIDATION', `amount_minor is above the ${method} maximum of ${rule.max_amount_minor}.`);
+  }
+  return null;
+}
+
+/** A stable sandbox virtual account number for a payment: ten digits from its id. */
+function sandboxAccountNumber(paymentId: string): string {
+  const digest = createHash('sha256').update(paymentId).digest();
+  return String(digest.readUInt32BE(0) % 1_000_000_000).padStart(10, '9');
+}
+
+export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.create' }): Outcome {
+  const body = cmd.body;
+  const customer = customerFor(ctx, cmd, body.customerId);
+  if (isRejection(customer)) return rejected(customer);
+  const notSelectable = methodRejection(customer, body.method, body.amountMinor);
+  if (notSelectable !== null) return rejected(notSelectable);
+  const method = body.method as PaymentMethod;
+  if (method !== 'wallet' && method !== 'bank_transfer') {
+    return rejected(reject('METHOD_NOT_SELECTABLE', `Method ${method} has no sandbox rail in this release.`));
+  }
+  const events: WalEvent[] = [];
+  const existingWalletId = customer.wallets[body.currency];
+  let walletId: string;
+  if (method === 'wallet') {
+    const wallet = existingWalletId === undefined ? undefined : walletOf(ctx.state, existingWalletId);
+    if (wallet === undefined || !canDebit(wallet, body.amountMinor)) {
+      return rejected(reject('INSUFFICIENT_FUNDS', `The ${body.currency} wallet cannot cover ${body.amountMinor}.`));
+    }
+    walletId = wallet.id;
+  } else {
+    // Local collection rails settle only in the country's own currency.
+    const home = findCountry(customer.countryCode)?.currency_code;
+    if (body.currency !== home) {
+      return rejected(reject('METHOD_NOT_SELECTABLE', `Method ${method} collects only ${home ?? 'the home currency'} for ${customer.countryCode} customers.`));
+    }
+    if (existingWalletId === undefined) {
+      const wallet = openWallet(ctx, customer, body.currency);
+      events.push({ t: 'wallet.opened', wallet });
+      walletId = wallet.id;
+    } else {
+      walletId = existingWalletId;
+    }
+  }
+  const over = limitRejection(customer, body.currency, body.amountMinor, ctx.nowMs);
+  if (over !== null) return rejected(over);
+
+  const paymentId = ctx.mintId();
+  const feeMinor = method === 'wallet' ? 0 : collectionFeeMinor(method, body.currency, body.amountMinor);
+  const txn = newTransaction(ctx, {
+    owner: cmd.owner,
+    customerId: customer.id,
+    type: 'payment',
+    amountMinor: body.amountMinor,
+    feeMinor,
+    currency: body.currency,
+    reference: body.reference,
+    paymentId,
+  });
+  const payment: Payment = {
+    id: paymentId,
+    owner: cmd.owner,
+    customerId: customer.id,
+    transactionId: txn.id,
+    method,
+    status: 'pending',
+    amountMinor: body.amountMinor,
+    feeMinor,
+    currency: body.currency,
+    reference: body.reference,
+    walletId,
+    instructions:
+      method === 'bank_transfer'
+        ? {
+            bankName: 'Kobo Sandbox Bank',
+            bankCode: '999',
+            accountNumber: sandboxAccountNumber(paymentId),
+            accountName: `KOBO/${customer.name}`.slice(0, 64),
+            reference: `KOBO-${paymentId.slice(-10)}`,
+            expiresAtMs: ctx.nowMs + INSTRUCTIONS_TTL_MS,
+          }
+        : null,
+    createdAtMs: ctx.nowMs,
+    updatedAtMs: ctx.nowMs,
+  };
+  events.push({ t: 'txn.created', txn }, { t: 'payment.created', payment }, usageEvent(customer, body.currency, body.amountMinor, ctx.nowMs));
+  const effects: Effect[] = [];
+  if (method === 'wallet') {
+    events.push(...holdEvents(ctx, payment, txn));
+    effects.push(railSettle(ctx, cmd, payment.id));
+  }
+  return { events, reply: (state) => okReply(201, paymentView(state.payments.get(paymentId)!)), effects };
+}
+
+/** Holds a wallet payment's amount (two-phase: posted on settle, voided on failure) and submits it. */
+function holdEvents(ctx: HandlerContext, payment: Payment, txn: Transaction): WalEvent[] {
+  const holdId = ctx.mintId();
+  const op: LedgerOp = {
+    op: 'hold',
+    id: holdId,
+    txn: txn.id,
+    dr: payment.walletId,
+    cr: systemAccountId('merchant_payable', payment.currency),
+    amt: payment.amountMinor,
+    cur: payment.currency,
+  };
+  const moved = moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }, { holdStatus: 'held', holdId });
+  const paymentMoved = movePayment(payment, { type: 'submit', atMs: ctx.nowMs });
+  assert(moved !== null && paymentMoved !== null, 'payments: a pending wallet payment must accept submit');
+  return [{ t: 'ledger', ops: [op], atMs: ctx.nowMs }, moved, paymentMoved];
+}
+
+function railSettle(ctx: HandlerContext, cmd: Command, paymentId: string): Effect {
+  return {
+    afterMs: ctx.railLatencyMs,
+    cmd: { k: 'payment.settle', id: paymentId, source: 'rail', owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition },
+  };
+}
+
+function paymentFor(ctx: HandlerContext, cmd: Command, id: string): Payment | Rejection {
+  const payment = ctx.state.payments.get(id);
+  const denied = accessRejection(cmd, payment, 'payment');
+  if (denied !== null || payment === undefined) return denied ?? reject('NOT_FOUND', 'No such payment.');
+  return payment;
+}
+
+export function getPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.get' }): Outcome {
+  const payment = paymentFor(ctx, cmd, cmd.id);
+  if (isRejection(payment)) return rejected(payment);
+  return { events: [], reply: () => okReply(200, paymentView(payment)) };
+}
+
+/** Places the hold of a retried wallet payment, or fails it final when the wallet is now short. */
+export function submitPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.submit' }): Outcome {
+  const payment = paymentFor(ctx, cmd, cmd.id);
+  if (isRejection(payment)) return rejected(payment);
+  const txn = ctx.state.transactions.get(payment.transactionId)!;
+  if (payment.method !== 'wallet' || payment.status !== 'pending' || txn.status !== 'pending') {
+    return rejected(reject('CONFLICT', 'Payment is not awaiting submission.'));
+  }
+  const wallet = walletOf(ctx.state, payment.walletId);
+  if (wallet === undefined || !canDebit(wallet, payment.amountMinor)) {
+    const events = failEvents(ctx, txn, { code: 'INSUFFICIENT_FUNDS', stage: 'collection', message: 'The wallet cannot cover the amount.' }, 'fail');
+    return { events: events ?? [], reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+  }
+  const events = holdEvents(ctx, payment, txn);
+  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: [railSettle(ctx, cmd, payment.id)] };
+}
+
+export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.settle' }): Outcome {
+  const payment = paymentFor(ctx, cmd, cmd.id);
+  if (isRejection(payment)) return rejected(payment);
+  const txn = ctx.state.transactions.get(payment.transactionId)!;
+  const moved = moveTransaction(txn, { type: 'settle', atMs: ctx.nowMs }, txn.holdStatus === 'held' ? { holdStatus: 'posted' } : {});
+  const paymentMoved = movePayment(payment, { type: 'settle', atMs: ctx.nowMs });
+  if (moved === null || paymentMoved === null) {
+    return rejected(reject('CONFLICT', `Payment is ${payment.status}; only a pending or processing payment can settle.`));
+  }
+  const ops: LedgerOp[] = [];
+  if (txn.holdStatus === 'held' && txn.holdId !== null) {
+    ops.push({ op: 'commit', id: txn.holdId });
+  } else {
+    const clearing = systemAccountId('collection_clearing', payment.currency);
+    const net = payment.amountMinor - payment.feeMinor;
+    if (net > 0) ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: clearing, cr: payment.walletId, amt: net, cur: payment.currency });
+    if (payment.feeMinor > 0) {
+      ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: clearing, cr: systemAccountId('fees', payment.currency), amt: payment.feeMinor, cur: payment.currency });
+    }
+  }
+  const events: WalEvent[] = [];
+  if (ops.length > 0) events.push({ t: 'ledger', ops, atMs: ctx.nowMs });
+  events.push(moved, paymentMoved);
+  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+}
+
+const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED', 'COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED'];
+
+export function failPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.fail' }): Outcome {
+  const payment = paymentFor(ctx, cmd, cmd.id);
+  if (isRejection(payment)) return rejected(payment);
+  if (!(FAILABLE_CODES as readonly string[]).includes(cmd.code)) {
+    return rejected(reject('VALIDATION', `failure_code must be one of ${FAILABLE_CODES.join(', ')}.`));
+  }
+  const txn = ctx.state.transactions.get(payment.transactionId)!;
+  const code = cmd.code as FailureCode;
+  const events = failEvents(ctx, txn, { code, stage: 'collection', message: `The collection rail failed the payment (${code}).` }, 'fail');
+  if (events === null) {
+    return rejected(reject('CONFLICT', `Payment is ${payment.status}; only a pending or processing payment can fail.`));
+  }
+  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+}

@@ -1,0 +1,170 @@
+// Command handlers for transactions: create, read, cancel (releases any hold), retry (same id, new attempt).
+// Runs inside shard workers. Every status change goes through the transaction machine.
+// Invariant: cancel only while pending; retry only after a recoverable failure; a hold is voided or posted, never edited.
+import { reject } from '../../errors.ts';
+import { nextStatus } from '../../../machines/step.ts';
+import {
+  transactionMachine,
+  type FailureCode,
+  type TransactionEvent,
+  type TransactionStatus,
+} from '../../../machines/transaction.machine.ts';
+import { paymentMachine, type PaymentEvent } from '../../../machines/payment.machine.ts';
+import type { WalEvent } from '../events.ts';
+import type { Command } from '../protocol.ts';
+import type { Failure, FailureStage, Payment, Transaction } from '../state.ts';
+import { transactionView } from '../views.ts';
+import {
+  accessRejection,
+  customerFor,
+  isRejection,
+  limitRejection,
+  okReply,
+  rejected,
+  usageEvent,
+  type Effect,
+  type HandlerContext,
+  type Outcome,
+} from './common.ts';
+
+export function newTransaction(
+  ctx: HandlerContext,
+  fields: Pick<Transaction, 'owner' | 'customerId' | 'type' | 'amountMinor' | 'feeMinor' | 'currency' | 'reference' | 'paymentId'>,
+): Transaction {
+  return {
+    ...fields,
+    id: ctx.mintId(),
+    status: 'pending',
+    failure: null,
+    holdId: null,
+    holdStatus: 'none',
+    attempt: 1,
+    history: [{ status: 'pending', atMs: ctx.nowMs, attempt: 1, failureCode: null }],
+    createdAtMs: ctx.nowMs,
+    updatedAtMs: ctx.nowMs,
+  };
+}
+
+/** The txn.moved event for `event`, or null when the machine refuses it in the current status. */
+export function moveTransaction(
+  txn: Transaction,
+  event: TransactionEvent,
+  extra: { failure?: Failure | null; holdStatus?: Transaction['holdStatus']; holdId?: string | null; attempt?: number } = {},
+): WalEvent | null {
+  const status = nextStatus(transactionMachine, txn.status, { failureCode: txn.failure?.code ?? null }, event);
+  if (status === null) return null;
+  return {
+    t: 'txn.moved',
+    id: txn.id,
+    status: status as TransactionStatus,
+    atMs: event.atMs,
+    failure: extra.failure === undefined ? (status === 'failed' ? txn.failure : null) : extra.failure,
+    ...(extra.holdStatus === undefined ? {} : { holdStatus: extra.holdStatus }),
+    ...(extra.holdId === undefined ? {} : { holdId: extra.holdId }),
+    ...(extra.attempt === undefined ? {} : { attempt: extra.attempt }),
+  };
+}
+
+export function movePayment(payment: Payment, event: PaymentEvent): WalEvent | null {
+  const status = nextStatus(paymentMachine, payment.status, {}, event);
+  if (status === null) return null;
+  return { t: 'payment.moved', id: payment.id, status: status as Payment['status'], atMs: event.atMs };
+}
+
+/**
+ * Events that fail a transaction (and its payment) with `code`: the hold is voided and the day's limit
+ * usage given back, since no money moved. Null when the transaction cannot fail from its status.
+ */
+export function failEvents(
+  ctx: HandlerContext,
+  txn: Transaction,
+  failure: { code: FailureCode; stage: FailureStage; message: string },
+  kind: 'fail' | 'cancel',
+): WalEvent[] | null {
+  const event: TransactionEvent = kind === 'cancel' ? { type: 'cancel', atMs: ctx.nowMs } : { type: 'fail', atMs: ctx.nowMs, code: failure.code };
+  const holdReleased = txn.holdStatus === 'held';
+  const moved = moveTransaction(txn, event, { failure, ...(holdReleased ? { holdStatus: 'released' as const } : {}) });
+  if (moved === null) return null;
+  const events: WalEvent[] = [];
+  if (holdReleased && txn.holdId !== null) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId }], atMs: ctx.nowMs });
+  events.push(moved);
+  const customer = ctx.state.customers.get(txn.customerId);
+  if (customer !== undefined) events.push(usageEvent(customer, txn.currency, -txn.amountMinor, ctx.nowMs));
+  const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
+  if (payment !== undefined) {
+    const paymentMoved = movePayment(payment, { type: kind, atMs: ctx.nowMs });
+    if (paymentMoved !== null) events.push(paymentMoved);
+  }
+  return events;
+}
+
+function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transaction | ReturnType<typeof reject> {
+  const txn = ctx.state.transactions.get(id);
+  const denied = accessRejection(cmd, txn, 'transaction');
+  if (denied !== null || txn === undefined) return denied ?? reject('NOT_FOUND', 'No such transaction.');
+  return txn;
+}
+
+const replyTxn = (id: string, status = 200) => (state: { transactions: Map<string, Transaction> }) =>
+  okReply(status, transactionView(state.transactions.get(id)!));
+
+export function createTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.create' }): Outcome {
+  const customer = customerFor(ctx, cmd, cmd.body.customerId);
+  if (isRejection(customer)) return rejected(customer);
+  const over = limitRejection(customer, cmd.body.currency, cmd.body.amountMinor, ctx.nowMs);
+  if (over !== null) return rejected(over);
+  const txn = newTransaction(ctx, {
+    owner: cmd.owner,
+    customerId: customer.id,
+    type: cmd.body.type,
+    amountMinor: cmd.body.amountMinor,
+    feeMinor: 0,
+    currency: cmd.body.currency,
+    reference: cmd.body.reference,
+    paymentId: null,
+  });
+  return {
+    events: [{ t: 'txn.created', txn }, usageEvent(customer, txn.currency, txn.amountMinor, ctx.nowMs)],
+    reply: replyTxn(txn.id, 201),
+  };
+}
+
+export function getTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.get' }): Outcome {
+  const txn = transactionFor(ctx, cmd, cmd.id);
+  if (isRejection(txn)) return rejected(txn);
+  return { events: [], reply: replyTxn(txn.id) };
+}
+
+export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.cancel' }): Outcome {
+  const txn = transactionFor(ctx, cmd, cmd.id);
+  if (isRejection(txn)) return rejected(txn);
+  const events = failEvents(ctx, txn, { code: 'CANCELLED', stage: 'client', message: 'Cancelled by the client.' }, 'cancel');
+  if (events === null) {
+    return rejected(reject('CONFLICT', `Transaction is ${txn.status}; only a pending transaction can be cancelled.`));
+  }
+  return { events, reply: replyTxn(txn.id) };
+}
+
+export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.retry' }): Outcome {
+  const txn = transactionFor(ctx, cmd, cmd.id);
+  if (isRejection(txn)) return rejected(txn);
+  const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'none', holdId: null, attempt: txn.attempt + 1 });
+  if (moved === null) {
+    const why = txn.status !== 'failed' ? `is ${txn.status}, not failed` : `failed with ${txn.failure?.code ?? 'no code'}, which is final`;
+    return rejected(reject('CONFLICT', `Transaction ${why}; it cannot be retried.`));
+  }
+  const events: WalEvent[] = [moved];
+  const customer = ctx.state.customers.get(txn.customerId);
+  if (customer !== undefined) events.push(usageEvent(customer, txn.currency, txn.amountMinor, ctx.nowMs));
+  const effects: Effect[] = [];
+  const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
+  if (payment !== undefined) {
+    const paymentMoved = movePayment(payment, { type: 'retry', atMs: ctx.nowMs });
+    if (paymentMoved !== null) events.push(paymentMoved);
+    // A wallet payment debits inline: the new attempt places its hold again once this batch is durable.
+    if (payment.method === 'wallet') {
+      effects.push({ afterMs: 0, cmd: { k: 'payment.submit', id: payment.id, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } });
+    }
+  }
+  return { events, reply: replyTxn(txn.id), effects };
+}

@@ -1,0 +1,135 @@
+// The front end's handle on the shard workers: spawn, route a command to its partition's shard, await
+// the durable reply. Runs on the main thread. A worker that dies takes the process down with it:
+// its state is only trustworthy again after a restart replays the WAL.
+// Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
+import { Worker } from 'node:worker_threads';
+import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
+import type { StoredReply } from './state.ts';
+import { shardOf } from './layout.ts';
+import type { ShardWorkerData } from './worker.ts';
+
+export interface PoolOptions {
+  shards: number;
+  dataDir: string;
+  railLatencyMs: number;
+  batchCommandsMax: number;
+  shardQueueMax: number;
+  snapshotIntervalMs: number;
+  snapshotEveryRecords: number;
+  clockOffsets: Array<[string, number]>;
+  onFatal: (message: string) => void;
+}
+
+interface Pending {
+  resolve: (reply: StoredReply) => void;
+  shard: number;
+}
+
+const WORKER_URL = new URL('./worker-entry.mjs', import.meta.url);
+
+export class ShardPool {
+  private readonly workers: Worker[] = [];
+  private readonly pending = new Map<number, Pending>();
+  private readonly inFlight: number[];
+  private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
+  private nextN = 1;
+  private stopping = false;
+
+  constructor(private readonly options: PoolOptions) {
+    this.inFlight = new Array<number>(options.shards).fill(0);
+  }
+
+  /** Spawns every shard and resolves with their recovery reports once all have replayed their WAL. */
+  async start(): Promise<IndexMessage[]> {
+    const ready: Array<Promise<IndexMessage>> = [];
+    for (let shard = 0; shard < this.options.shards; shard += 1) {
+      const workerData: ShardWorkerData = {
+        shard,
+        shards: this.options.shards,
+        dataDir: this.options.dataDir,
+        railLatencyMs: this.options.railLatencyMs,
+        batchCommandsMax: this.options.batchCommandsMax,
+        snapshotIntervalMs: this.options.snapshotIntervalMs,
+        snapshotEveryRecords: this.options.snapshotEveryRecords,
+        clockOffsets: this.options.clockOffsets,
+      };
+      const worker = new Worker(WORKER_URL, { workerData });
+      this.workers.push(worker);
+      ready.push(
+        new Promise((resolve, reject) => {
+          worker.on('message', (message: ShardToMain) => {
+            if (message.type === 'ready') resolve(message);
+            else this.onMessage(message);
+          });
+          worker.on('error', (error) => {
+            reject(error);
+            if (!this.stopping) this.options.onFatal(`shard ${shard} failed: ${error.stack ?? error.message}`);
+          });
+          worker.on('exit', (code) => {
+            if (!this.stopping) this.options.onFatal(`shard ${shard} exited with code ${code}`);
+          });
+        }),
+      );
+    }
+    return Promise.all(ready);
+  }
+
+  private onMessage(message: ShardToMain): void {
+    if (message.type === 'reply') {
+      const waiter = this.pending.get(message.n);
+      if (waiter === undefined) return;
+      this.pending.delete(message.n);
+      this.inFlight[waiter.shard]! -= 1;
+      waiter.resolve(message.reply);
+    } else if (message.type === 'snapshot.done') {
+      this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
+      this.snapshotWaiters.delete(message.n);
+    } else if (message.type === 'fatal') {
+      this.options.onFatal(`shard ${message.shard}: ${message.message}`);
+    }
+  }
+
+  send(cmd: Command): Promise<StoredReply> {
+    const shard = shardOf(cmd.partition, this.options.shards);
+    if (this.inFlight[shard]! >= this.options.shardQueueMax) {
+      return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is at capacity; retry shortly.' } });
+    }
+    const n = this.nextN++;
+    this.inFlight[shard]! += 1;
+    const message: MainToShard = { type: 'command', n, cmd };
+    return new Promise((resolve) => {
+      this.pending.set(n, { resolve, shard });
+      this.workers[shard]!.postMessage(message);
+    });
+  }
+
+  broadcastClock(owner: string, offsetMs: number): void {
+    for (const worker of this.workers) worker.postMessage({ type: 'clock', owner, offsetMs });
+  }
+
+  async snapshotAll(): Promise<Array<{ partitions: number; lsn: number }>> {
+    return Promise.all(
+      this.workers.map((worker) => {
+        const n = this.nextN++;
+        return new Promise<{ partitions: number; lsn: number }>((resolve) => {
+          this.snapshotWaiters.set(n, resolve);
+          worker.postMessage({ type: 'snapshot', n } satisfies MainToShard);
+        });
+      }),
+    );
+  }
+
+  /** Graceful stop: each shard snapshots its partitions and closes its file. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      this.workers.map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            worker.once('exit', () => resolve());
+            worker.postMessage({ type: 'stop' } satisfies MainToShard);
+          }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,82 @@
+// Messages between the front end (main thread) and shard workers: commands in, replies out.
+// Both threads. Commands are plain data so they clone cheaply across the thread boundary.
+// Invariant: a command names its partition; the front end routes it to partition % shards.
+import type { Owner, StoredReply, Tier } from './state.ts';
+
+export interface CommandBase {
+  owner: Owner;
+  /** Sandbox-clock time of the request: the only clock the shard ever reads. */
+  nowMs: number;
+  partition: number;
+  /** Set for idempotent POSTs: scope = env:account:key, fingerprint = hash of method, path and body. */
+  idem?: { scope: string; fingerprint: string };
+  /** A customer-scoped key may reach only this customer's resources. */
+  customerScope?: string | null;
+}
+
+export interface CustomerCreateBody {
+  name: string;
+  email: string;
+  phone: string;
+  countryCode: string;
+  /** Set by the front end when another customer of the account holds this email or phone. */
+  duplicate: 'email' | 'phone' | null;
+}
+
+export interface CustomerPatchBody {
+  name?: string;
+  email?: string;
+  phone?: string;
+  pinHash?: string | null;
+  tier?: Tier;
+  kycLevel?: number;
+}
+
+export type CommandBody =
+  | { k: 'customer.create'; body: CustomerCreateBody }
+  | { k: 'customer.get'; id: string }
+  | { k: 'customer.update'; id: string; patch: CustomerPatchBody }
+  | { k: 'wallet.get'; id: string }
+  | { k: 'txn.create'; body: { type: 'payment' | 'transfer' | 'exchange' | 'funding'; customerId: string; amountMinor: number; currency: string; reference: string | null } }
+  | { k: 'txn.get'; id: string }
+  | { k: 'txn.cancel'; id: string }
+  | { k: 'txn.retry'; id: string }
+  | { k: 'payment.methods'; customerId: string }
+  | { k: 'payment.create'; body: { customerId: string; amountMinor: number; currency: string; method: string; reference: string | null } }
+  | { k: 'payment.get'; id: string }
+  | { k: 'payment.settle'; id: string; source: 'test_helper' | 'rail' }
+  | { k: 'payment.fail'; id: string; code: string; source: 'test_helper' | 'rail' }
+  | { k: 'payment.submit'; id: string }
+  | { k: 'idem.replay' };
+
+export type Command = CommandBase & CommandBody;
+
+export interface CommandMessage {
+  type: 'command';
+  n: number;
+  cmd: Command;
+}
+
+export interface ReplyMessage {
+  type: 'reply';
+  n: number;
+  reply: StoredReply;
+}
+
+/** What a shard reports after recovery, so the front end can rebuild its routing indexes. */
+export interface IndexMessage {
+  type: 'ready';
+  shard: number;
+  customers: Array<[owner: Owner, email: string, phone: string, id: string]>;
+  idempotencyScopes: Array<[scope: string, partition: number]>;
+  recovered: { replayed: number; cut: number; lastLsn: number };
+}
+
+export interface FatalMessage {
+  type: 'fatal';
+  shard: number;
+  message: string;
+}
+
+export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

@@ -1,0 +1,142 @@
+// The in-memory state of one partition: customers, wallets (ledger accounts), transactions, payments,
+// idempotency records. Owned by exactly one shard worker; changed only by apply() of WAL events.
+// Invariant: entities are plain records (not live actors) so that idle ones stay small.
+import type { LedgerAccount, LedgerState } from '../ledger/ledger.ts';
+import { emptyLedger } from '../ledger/ledger.ts';
+import type { FailureCode, TransactionStatus } from '../../machines/transaction.machine.ts';
+import type { PaymentStatus } from '../../machines/payment.machine.ts';
+
+/** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
+export type Owner = string;
+
+export type Tier = 'tier_1' | 'tier_2' | 'tier_3';
+
+export interface Customer {
+  id: string;
+  owner: Owner;
+  name: string;
+  email: string;
+  phone: string;
+  countryCode: string;
+  tier: Tier;
+  kycLevel: number;
+  pinHash: string | null;
+  /** currency → wallet id */
+  wallets: Record<string, string>;
+  usageDay: number;
+  /** currency → minor units committed today (UTC day `usageDay` on the sandbox clock) */
+  usageMinor: Record<string, number>;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface Wallet extends LedgerAccount {
+  kind: 'wallet';
+  customerId: string;
+  owner: Owner;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export type TransactionType = 'payment' | 'transfer' | 'exchange' | 'funding' | 'service';
+export type FailureStage = 'client' | 'screening' | 'collection' | 'payout' | 'fulfilment' | 'processing';
+export type HoldStatus = 'none' | 'held' | 'posted' | 'released';
+
+export interface Failure {
+  code: FailureCode;
+  stage: FailureStage;
+  message: string;
+}
+
+export interface StatusEntry {
+  status: TransactionStatus;
+  atMs: number;
+  attempt: number;
+  failureCode: FailureCode | null;
+}
+
+export interface Transaction {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  type: TransactionType;
+  status: TransactionStatus;
+  amountMinor: number;
+  feeMinor: number;
+  currency: string;
+  reference: string | null;
+  failure: Failure | null;
+  holdId: string | null;
+  holdStatus: HoldStatus;
+  attempt: number;
+  history: StatusEntry[];
+  paymentId: string | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export type PaymentMethod = 'card' | 'bank_transfer' | 'wallet' | 'mobile_money' | 'virtual_account';
+
+export interface BankTransferInstructions {
+  bankName: string;
+  bankCode: string;
+  accountNumber: string;
+  accountName: string;
+  reference: string;
+  expiresAtMs: number;
+}
+
+export interface Payment {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  transactionId: string;
+  method: PaymentMethod;
+  status: PaymentStatus;
+  amountMinor: number;
+  feeMinor: number;
+  currency: string;
+  reference: string | null;
+  walletId: string;
+  instructions: BankTransferInstructions | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+/** A stored response: replayed byte-for-byte (data) or by code (errors) for the same key. */
+export interface StoredReply {
+  status: number;
+  json?: string;
+  error?: { code: string; message: string };
+}
+
+export interface IdempotencyRecord extends StoredReply {
+  scope: string;
+  fingerprint: string;
+  atMs: number;
+}
+
+export interface PartitionState {
+  partition: number;
+  customers: Map<string, Customer>;
+  transactions: Map<string, Transaction>;
+  payments: Map<string, Payment>;
+  idempotency: Map<string, IdempotencyRecord>;
+  ledger: LedgerState;
+}
+
+export function emptyPartition(partition: number): PartitionState {
+  return {
+    partition,
+    customers: new Map(),
+    transactions: new Map(),
+    payments: new Map(),
+    idempotency: new Map(),
+    ledger: emptyLedger(),
+  };
+}
+
+export function walletOf(state: PartitionState, walletId: string): Wallet | undefined {
+  const account = state.ledger.accounts.get(walletId);
+  return account?.kind === 'wallet' ? (account as Wallet) : undefined;
+}

@@ -1,0 +1,105 @@
+// Wire shapes of the resources a shard owns: snake_case fields, ISO 8601 UTC times, minor units.
+// Runs inside shard workers. One name per concept: `providerCostMinor` inside is `provider_cost_minor` out.
+// Invariant: available_minor = balance_minor - held_minor for every wallet view.
+import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
+import type { Customer, Payment, Transaction, Wallet } from './state.ts';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function customerView(c: Customer): object {
+  return {
+    id: c.id,
+    object: 'customer',
+    name: c.name,
+    email: c.email,
+    phone: c.phone,
+    country_code: c.countryCode,
+    tier: c.tier,
+    kyc_level: c.kycLevel,
+    pin_set: c.pinHash !== null,
+    wallets: Object.entries(c.wallets).map(([currency, id]) => ({ id, currency })),
+    created_at: iso(c.createdAtMs),
+    updated_at: iso(c.updatedAtMs),
+  };
+}
+
+export function walletView(w: Wallet): object {
+  return {
+    id: w.id,
+    object: 'wallet',
+    customer_id: w.customerId,
+    currency: w.currency,
+    balance_minor: balanceMinor(w),
+    available_minor: availableMinor(w),
+    held_minor: w.debitsPending,
+    incoming_minor: w.creditsPending,
+    created_at: iso(w.createdAtMs),
+    updated_at: iso(w.updatedAtMs),
+  };
+}
+
+export function transactionView(t: Transaction): object {
+  return {
+    id: t.id,
+    object: 'transaction',
+    type: t.type,
+    status: t.status,
+    customer_id: t.customerId,
+    amount_minor: t.amountMinor,
+    fee_minor: t.feeMinor,
+    currency: t.currency,
+    reference: t.reference,
+    failure: t.failure,
+    hold: { status: t.holdStatus, amount_minor: t.holdStatus === 'none' ? 0 : t.amountMinor },
+    attempt: t.attempt,
+    status_history: t.history.map((h) => ({
+      status: h.status,
+      at: iso(h.atMs),
+      attempt: h.attempt,
+      failure_code: h.failureCode,
+    })),
+    payment_id: t.paymentId,
+    created_at: iso(t.createdAtMs),
+    updated_at: iso(t.updatedAtMs),
+  };
+}
+
+function providerView(p: Payment): object {
+  if (p.instructions !== null) {
+    const i = p.instructions;
+    return {
+      type: 'bank_transfer',
+      instructions: {
+        bank_name: i.bankName,
+        bank_code: i.bankCode,
+        account_number: i.accountNumber,
+        account_name: i.accountName,
+        reference: i.reference,
+        amount_minor: p.amountMinor,
+        currency: p.currency,
+        expires_at: iso(i.expiresAtMs),
+      },
+    };
+  }
+  return { type: p.method, wallet_id: p.walletId };
+}
+
+export function paymentView(p: Payment): object {
+  return {
+    id: p.id,
+    object: 'payment',
+    transaction_id: p.transactionId,
+    customer_id: p.customerId,
+    method: p.method,
+    status: p.status,
+    amount_minor: p.amountMinor,
+    fee_minor: p.feeMinor,
+    net_amount_minor: p.method === 'wallet' ? p.amountMinor : p.amountMinor - p.feeMinor,
+    currency: p.currency,
+    reference: p.reference,
+    wallet_id: p.walletId,
+    provider: providerView(p),
+    created_at: iso(p.createdAtMs),
+    updated_at: iso(p.updatedAtMs),
+  };
+}

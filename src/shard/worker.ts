@@ -1,0 +1,173 @@
+// Shard worker entry: owns its partitions' state and SQLite file, and group-commits each tick.
+// Runs on its own worker thread. Commands that arrive in one event-loop turn are applied in order,
+// their events appended to the WAL in ONE sqlite transaction, and only then are replies sent.
+// Invariant: no reply (read or write) leaves before every event it could reflect is on disk.
+import { parentPort, workerData } from 'node:worker_threads';
+import path from 'node:path';
+import { mintId } from '../ids.ts';
+import { ShardStore } from '../store/shard-store.ts';
+import { recoverShard } from '../store/recovery.ts';
+import { compressImage, encodePartition, snapshotRow } from '../store/snapshot.ts';
+import { execute } from './dispatch.ts';
+import type { Effect, HandlerContext } from './handlers/common.ts';
+import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
+import type { PartitionState, StoredReply } from './state.ts';
+import { partitionsOf, shardFile } from './layout.ts';
+
+export interface ShardWorkerData {
+  shard: number;
+  shards: number;
+  dataDir: string;
+  railLatencyMs: number;
+  batchCommandsMax: number;
+  snapshotIntervalMs: number;
+  snapshotEveryRecords: number;
+  clockOffsets: Array<[owner: string, offsetMs: number]>;
+}
+
+interface Queued {
+  n: number;
+  cmd: Command;
+}
+
+const data = workerData as ShardWorkerData;
+const port = parentPort!;
+const post = (message: ShardToMain): void => port.postMessage(message);
+
+const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)));
+const partitions = partitionsOf(data.shard, data.shards);
+const recovered = recoverShard(store, { partitions });
+const states: Map<number, PartitionState> = recovered.states;
+const clockOffsets = new Map<string, number>(data.clockOffsets);
+const queue: Queued[] = [];
+let flushScheduled = false;
+let recordsSinceSnapshot = recovered.replayed;
+let snapshotting = false;
+let stopping = false;
+
+function contextFor(cmd: Command): HandlerContext {
+  const state = states.get(cmd.partition);
+  if (state === undefined) throw new Error(`shard ${data.shard}: partition ${cmd.partition} is not mine`);
+  return { state, nowMs: cmd.nowMs, mintId: () => mintId(cmd.partition, cmd.nowMs), railLatencyMs: data.railLatencyMs };
+}
+
+function runEffect(effect: Effect): void {
+  setTimeout(() => {
+    // A rail answers on the account's sandbox clock as it is when the answer arrives.
+    const nowMs = Math.max(effect.cmd.nowMs, Date.now() + (clockOffsets.get(effect.cmd.owner) ?? 0));
+    enqueue({ n: -1, cmd: { ...effect.cmd, nowMs } });
+  }, effect.afterMs).unref();
+}
+
+function flush(): void {
+  flushScheduled = false;
+  const batch = queue.splice(0, data.batchCommandsMax);
+  const records: Array<{ partition: number; body: string }> = [];
+  const replies: Array<{ n: number; reply: StoredReply }> = [];
+  const effects: Effect[] = [];
+  for (const item of batch) {
+    const executed = execute(contextFor(item.cmd), item.cmd);
+    if (executed.events.length > 0) records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
+    if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
+    effects.push(...executed.effects);
+  }
+  // The one durable step of the tick: if it throws (disk full, I/O error) the worker dies before any
+  // reply is sent, and the front end answers 5xx; a restart replays only what reached the disk.
+  store.appendBatch(records);
+  recordsSinceSnapshot += records.length;
+  for (const r of replies) post({ type: 'reply', n: r.n, reply: r.reply });
+  for (const effect of effects) runEffect(effect);
+  if (queue.length > 0) scheduleFlush();
+  if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
+}
+
+function scheduleFlush(): void {
+  if (flushScheduled) return;
+  flushScheduled = true;
+  setImmediate(flush);
+}
+
+function enqueue(item: Queued): void {
+  queue.push(item);
+  scheduleFlush();
+}
+
+/**
+ * Snapshots every partition, one per event-loop turn so commands interleave: encoding one partition is
+ * short, compression runs on the libuv pool, and the image's LSN is the last durable LSN at encoding.
+ */
+async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
+  if (snapshotting) return { partitions: 0, lsn: store.lsnNext - 1 };
+  snapshotting = true;
+  recordsSinceSnapshot = 0;
+  let lsn = 0;
+  try {
+    for (const partition of partitions) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const state = states.get(partition)!;
+      lsn = store.lsnNext - 1;
+      const json = encodePartition(state);
+      const body = await compressImage(json);
+      store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
+    }
+  } finally {
+    snapshotting = false;
+  }
+  return { partitions: partitions.length, lsn };
+}
+
+/** Re-issues the rail work that was in flight when the process stopped (it lives in state, not in timers). */
+function resumeEffects(): void {
+  for (const state of states.values()) {
+    for (const payment of state.payments.values()) {
+      if (payment.method === 'wallet' && payment.status === 'processing') {
+        runEffect({
+          afterMs: data.railLatencyMs,
+          cmd: { k: 'payment.settle', id: payment.id, source: 'rail', owner: payment.owner, nowMs: payment.updatedAtMs, partition: state.partition },
+        });
+      }
+    }
+  }
+}
+
+function indexMessage(): IndexMessage {
+  const customers: IndexMessage['customers'] = [];
+  const idempotencyScopes: IndexMessage['idempotencyScopes'] = [];
+  for (const state of states.values()) {
+    for (const c of state.customers.values()) customers.push([c.owner, c.email, c.phone, c.id]);
+    for (const scope of state.idempotency.keys()) idempotencyScopes.push([scope, state.partition]);
+  }
+  return {
+    type: 'ready',
+    shard: data.shard,
+    customers,
+    idempotencyScopes,
+    recovered: { replayed: recovered.replayed, cut: recovered.cut, lastLsn: recovered.lastLsn },
+  };
+}
+
+port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offsetMs: number }) => {
+  switch (message.type) {
+    case 'command':
+      enqueue({ n: message.n, cmd: message.cmd });
+      return;
+    case 'clock':
+      clockOffsets.set(message.owner, message.offsetMs);
+      return;
+    case 'snapshot':
+      void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));
+      return;
+    case 'stop':
+      if (stopping) return;
+      stopping = true;
+      void snapshotAll().then(() => {
+        store.close();
+        process.exit(0);
+      });
+      return;
+  }
+});
+
+resumeEffects();
+post(indexMessage());
+if (data.snapshotIntervalMs > 0) setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref();

@@ -1,0 +1,174 @@
+// The control database (control.db): API keys (hashed) and each account's sandbox clock offset.
+// Main thread and the operator CLI (sqlite WAL lets both open it at once).
+// Invariant: no secret key is ever stored; only its SHA-256, looked up and compared in constant time.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import path from 'node:path';
+import fs from 'node:fs';
+import type Database from 'better-sqlite3';
+import { ulid } from 'ulid';
+import { openDatabase } from './shard-store.ts';
+
+export type Environment = 'test' | 'live';
+
+export interface KeyRecord {
+  id: string;
+  hash: string;
+  prefix: string;
+  account: string;
+  env: Environment;
+  scopes: string[];
+  ipAllow: string[];
+  customerId: string | null;
+  status: 'active' | 'revoked';
+  createdAtMs: number;
+  expiresAtMs: number | null;
+  label: string | null;
+}
+
+interface KeyRow {
+  id: string;
+  hash: string;
+  prefix: string;
+  account: string;
+  env: Environment;
+  scopes: string;
+  ip_allow: string;
+  customer_id: string | null;
+  status: 'active' | 'revoked';
+  created_at_ms: number;
+  expires_at_ms: number | null;
+  label: string | null;
+}
+
+export function hashKey(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export function envOfSecret(secret: string): Environment | null {
+  if (secret.startsWith('sk_test_')) return 'test';
+  if (secret.startsWith('sk_live_')) return 'live';
+  return null;
+}
+
+export function generateSecret(env: Environment): string {
+  return `sk_${env}_${randomBytes(24).toString('base64url')}`;
+}
+
+function fromRow(row: KeyRow): KeyRecord {
+  return {
+    id: row.id,
+    hash: row.hash,
+    prefix: row.prefix,
+    account: row.account,
+    env: row.env,
+    scopes: JSON.parse(row.scopes) as string[],
+    ipAllow: JSON.parse(row.ip_allow) as string[],
+    customerId: row.customer_id,
+    status: row.status,
+    createdAtMs: row.created_at_ms,
+    expiresAtMs: row.expires_at_ms,
+    label: row.label,
+  };
+}
+
+export interface NewKey {
+  secret: string;
+  account: string;
+  scopes?: string[];
+  ipAllow?: string[];
+  customerId?: string | null;
+  label?: string | null;
+  nowMs: number;
+}
+
+export class ControlStore {
+  readonly db: Database.Database;
+  private readonly byHash: Database.Statement;
+
+  constructor(dataDir: string) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    this.db = openDatabase(path.join(dataDir, 'control.db'));
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL, account TEXT NOT NULL,
+        env TEXT NOT NULL, scopes TEXT NOT NULL, ip_allow TEXT NOT NULL, customer_id TEXT,
+        status TEXT NOT NULL, created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER, label TEXT);
+      CREATE TABLE IF NOT EXISTS clocks (owner TEXT PRIMARY KEY, offset_ms INTEGER NOT NULL);
+    `);
+    this.byHash = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?');
+  }
+
+  /** The key whose hash matches, compared in constant time after the indexed lookup. */
+  findBySecret(secret: string): KeyRecord | undefined {
+    const hash = hashKey(secret);
+    const row = this.byHash.get(hash) as KeyRow | undefined;
+    if (row === undefined) return undefined;
+    if (!timingSafeEqual(Buffer.from(row.hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    return fromRow(row);
+  }
+
+  insertKey(key: NewKey): KeyRecord {
+    const env = envOfSecret(key.secret);
+    if (env === null) throw new Error('keys: a secret key starts with sk_test_ or sk_live_');
+    const record: KeyRecord = {
+      id: `key_${ulid(key.nowMs)}`,
+      hash: hashKey(key.secret),
+      prefix: key.secret.slice(0, 12),
+      account: key.account,
+      env,
+      scopes: key.scopes ?? ['*'],
+      ipAllow: key.ipAllow ?? [],
+      customerId: key.customerId ?? null,
+      status: 'active',
+      createdAtMs: key.nowMs,
+      expiresAtMs: null,
+      label: key.label ?? null,
+    };
+    this.db
+      .prepare(
+        `INSERT INTO api_keys (id, hash, prefix, account, env, scopes, ip_allow, customer_id, status, created_at_ms, expires_at_ms, label)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING`,
+      )
+      .run(record.id, record.hash, record.prefix, record.account, record.env, JSON.stringify(record.scopes), JSON.stringify(record.ipAllow), record.customerId, record.status, record.createdAtMs, record.expiresAtMs, record.label);
+    return this.findBySecret(key.secret)!;
+  }
+
+  listKeys(): KeyRecord[] {
+    return (this.db.prepare('SELECT * FROM api_keys ORDER BY created_at_ms').all() as KeyRow[]).map(fromRow);
+  }
+
+  countKeys(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n;
+  }
+
+  findById(id: string): KeyRecord | undefined {
+    const row = this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as KeyRow | undefined;
+    return row === undefined ? undefined : fromRow(row);
+  }
+
+  revoke(id: string): boolean {
+    return this.db.prepare("UPDATE api_keys SET status = 'revoked' WHERE id = ?").run(id).changes === 1;
+  }
+
+  /** A new key with the old one's grants; the old one keeps working until `graceMs` has passed. */
+  rotate(id: string, options: { graceMs: number; nowMs: number }): { secret: string; record: KeyRecord } {
+    const old = this.findById(id);
+    if (old === undefined || old.status !== 'active') throw new Error(`keys: no active key ${id}`);
+    const secret = generateSecret(old.env);
+    const record = this.insertKey({ secret, account: old.account, scopes: old.scopes, ipAllow: old.ipAllow, customerId: old.customerId, label: old.label, nowMs: options.nowMs });
+    this.db.prepare('UPDATE api_keys SET expires_at_ms = ? WHERE id = ?').run(options.nowMs + options.graceMs, id);
+    return { secret, record };
+  }
+
+  clockOffsets(): Array<[string, number]> {
+    return (this.db.prepare('SELECT owner, offset_ms FROM clocks').all() as Array<{ owner: string; offset_ms: number }>).map((r) => [r.owner, r.offset_ms]);
+  }
+
+  setClockOffset(owner: string, offsetMs: number): void {
+    this.db.prepare('INSERT INTO clocks (owner, offset_ms) VALUES (?, ?) ON CONFLICT(owner) DO UPDATE SET offset_ms = excluded.offset_ms').run(owner, offsetMs);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
