@@ -25,7 +25,14 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
         content: { 'application/json': { schema: route.response === undefined ? { type: 'object' } : DataEnvelope(route.response) } },
       },
     };
-    for (const code of route.errors ?? []) {
+    // The pipeline's own refusals apply to every route of a kind, so they are documented for each one.
+    const codes = new Set<string>([
+      ...(route.auth === 'key' ? ['UNAUTHENTICATED', 'FORBIDDEN'] : []),
+      ...(route.method === 'GET' ? [] : ['PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+      ...(route.errors ?? []),
+      'RATE_LIMITED',
+    ]);
+    for (const code of codes) {
       const status = String(ERROR_STATUS[code as ErrorCode] ?? 400);
       const existing = responses[status] as { description: string } | undefined;
       responses[status] = {

@@ -70,7 +70,7 @@ export function transactionRoutes(deps: ApiDeps): RouteDef[] {
       family: 'transactions',
       idempotent: true,
       response: Transaction,
-      errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
+      errors: ['NOT_FOUND', 'CONFLICT', 'LIMIT_EXCEEDED', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
       handle: byId(deps, 'txn.retry', true),
     },
   ];

@@ -21,7 +21,8 @@ export class Authenticator {
   constructor(private readonly store: ControlStore, private readonly cacheTtlMs = 1_000) {}
 
   authenticate(header: string, nowMs: number): KeyRecord | Rejection {
-    const match = /^Bearer\s+(\S+)\s*$/.exec(header);
+    // The auth scheme is case-insensitive (RFC 9110 §11.1): `bearer sk_…` is as valid as `Bearer sk_…`.
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (match === null) return reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.');
     const secret = match[1]!;
     if (!SECRET_PATTERN.test(secret) || envOfSecret(secret) === null) {

@@ -55,7 +55,8 @@ function matchSegments(segments: string[], parts: string[]): Record<string, stri
       try {
         value = decodeURIComponent(part);
       } catch {
-        return null;
+        // A malformed escape (`%zz`) is a bad parameter value, not another route: the handler answers 400.
+        value = part;
       }
       params[segment.slice(1)] = value;
     } else if (segment !== part) {

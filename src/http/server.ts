@@ -115,6 +115,11 @@ export class HttpServer {
     return { status: statusOf(rejection), error: { code: rejection.code, message: rejection.message }, ...(headers === undefined ? {} : { headers }) };
   }
 
+  /** A 401 must name the scheme to use (RFC 9110 §11.6.1), so clients and proxies know it is bearer auth. */
+  private unauthenticated(rejection: Rejection): Reply {
+    return this.errorReply(rejection, { 'WWW-Authenticate': 'Bearer realm="kobo"' });
+  }
+
   private async process(res: HttpResponse, incoming: Incoming, rawBody: Buffer): Promise<void> {
     let rate: RateDecision | undefined;
     let reply: Reply;
@@ -141,9 +146,9 @@ export class HttpServer {
     let rate: RateDecision;
     const write = route.method !== 'GET';
     if (route.auth === 'key') {
-      if (incoming.authorization === '') return { reply: this.errorReply(reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')) };
+      if (incoming.authorization === '') return { reply: this.unauthenticated(reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')) };
       const authenticated = this.deps.auth.authenticate(incoming.authorization, wallMs);
-      if ('code' in authenticated) return { reply: this.errorReply(authenticated) };
+      if ('code' in authenticated) return { reply: this.unauthenticated(authenticated) };
       key = authenticated;
       rate = this.deps.rateLimiter.take(key.id, write, wallMs);
     } else {

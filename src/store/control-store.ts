@@ -40,6 +40,15 @@ interface KeyRow {
   label: string | null;
 }
 
+/** The control tables; a backup file carries the same two, so restore copies rows as they are. */
+export const CONTROL_SCHEMA_SQL = `
+  CREATE TABLE IF NOT EXISTS api_keys (
+    id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL, account TEXT NOT NULL,
+    env TEXT NOT NULL, scopes TEXT NOT NULL, ip_allow TEXT NOT NULL, customer_id TEXT,
+    status TEXT NOT NULL, created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER, label TEXT);
+  CREATE TABLE IF NOT EXISTS clocks (owner TEXT PRIMARY KEY, offset_ms INTEGER NOT NULL);
+`;
+
 export function hashKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
@@ -88,13 +97,7 @@ export class ControlStore {
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true });
     this.db = openDatabase(path.join(dataDir, 'control.db'));
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS api_keys (
-        id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL, account TEXT NOT NULL,
-        env TEXT NOT NULL, scopes TEXT NOT NULL, ip_allow TEXT NOT NULL, customer_id TEXT,
-        status TEXT NOT NULL, created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER, label TEXT);
-      CREATE TABLE IF NOT EXISTS clocks (owner TEXT PRIMARY KEY, offset_ms INTEGER NOT NULL);
-    `);
+    this.db.exec(CONTROL_SCHEMA_SQL);
     this.byHash = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?');
   }
 

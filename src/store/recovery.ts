@@ -50,11 +50,12 @@ export function recoverShard(store: ShardStore, options: RecoverOptions): Recove
   const lastBatch = store.lastBatch();
   let replayed = 0;
   let cut = 0;
-  let lastLsn = Math.max(fromLsn, baseLsn);
+  let lastLsn = Math.max(fromLsn === Number.MAX_SAFE_INTEGER ? 0 : fromLsn, baseLsn);
+  let tornAt: number | null = null;
   for (const row of store.walAfter(fromLsn === Number.MAX_SAFE_INTEGER ? 0 : fromLsn)) {
     if (walChecksum(row.lsn, row.partition, row.body) !== row.crc) {
-      if (row.batch === lastBatch && options.readonly !== true) {
-        cut = store.cutFrom(row.lsn);
+      if (row.batch === lastBatch) {
+        tornAt = row.lsn;
         break;
       }
       throw new CorruptionError(
@@ -71,5 +72,8 @@ export function recoverShard(store: ShardStore, options: RecoverOptions): Recove
     replayed += 1;
     if (options.onProgress !== undefined && replayed % 10_000 === 0) options.onProgress(replayed);
   }
+  // A read-only caller stops at the torn tail; the server cuts it (after the read cursor is closed).
+  if (tornAt !== null && options.readonly !== true) cut = store.cutFrom(tornAt);
+  lastLsn = Math.max(lastLsn, ...snapshotLsn.values());
   return { states, snapshotLsn, replayed, cut, lastLsn };
 }

@@ -220,6 +220,11 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const payment = paymentFor(ctx, cmd, cmd.id);
   if (isRejection(payment)) return rejected(payment);
   const txn = ctx.state.transactions.get(payment.transactionId)!;
+  // A wallet payment is a debit: it settles only by posting its hold. Without one (a retried payment
+  // not yet re-submitted) the collection branch below would credit the wallet instead.
+  if (payment.method === 'wallet' && txn.holdStatus !== 'held') {
+    return rejected(reject('CONFLICT', `Payment is ${payment.status} with no debit on hold; only a processing wallet payment can settle.`));
+  }
   const moved = moveTransaction(txn, { type: 'settle', atMs: ctx.nowMs }, txn.holdStatus === 'held' ? { holdStatus: 'posted' } : {});
   const paymentMoved = movePayment(payment, { type: 'settle', atMs: ctx.nowMs });
   if (moved === null || paymentMoved === null) {

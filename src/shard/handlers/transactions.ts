@@ -22,6 +22,7 @@ import {
   okReply,
   rejected,
   usageEvent,
+  DAY_MS,
   type Effect,
   type HandlerContext,
   type Outcome,
@@ -88,8 +89,13 @@ export function failEvents(
   const events: WalEvent[] = [];
   if (holdReleased && txn.holdId !== null) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId }], atMs: ctx.nowMs });
   events.push(moved);
+  // Usage is given back only to the day this attempt was charged to: giving yesterday's amount back
+  // against today's usage would let today's total pass the daily limit.
+  const chargedAtMs = [...txn.history].reverse().find((h) => h.status === 'pending')?.atMs ?? txn.createdAtMs;
   const customer = ctx.state.customers.get(txn.customerId);
-  if (customer !== undefined) events.push(usageEvent(customer, txn.currency, -txn.amountMinor, ctx.nowMs));
+  if (customer !== undefined && Math.floor(chargedAtMs / DAY_MS) === Math.floor(ctx.nowMs / DAY_MS)) {
+    events.push(usageEvent(customer, txn.currency, -txn.amountMinor, ctx.nowMs));
+  }
   const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
   if (payment !== undefined) {
     const paymentMoved = movePayment(payment, { type: kind, atMs: ctx.nowMs });
@@ -155,7 +161,12 @@ export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.r
   }
   const events: WalEvent[] = [moved];
   const customer = ctx.state.customers.get(txn.customerId);
-  if (customer !== undefined) events.push(usageEvent(customer, txn.currency, txn.amountMinor, ctx.nowMs));
+  if (customer !== undefined) {
+    // A new attempt counts against today's limits like a new transaction would.
+    const over = limitRejection(customer, txn.currency, txn.amountMinor, ctx.nowMs);
+    if (over !== null) return rejected(over);
+    events.push(usageEvent(customer, txn.currency, txn.amountMinor, ctx.nowMs));
+  }
   const effects: Effect[] = [];
   const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
   if (payment !== undefined) {

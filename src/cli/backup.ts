@@ -1,0 +1,131 @@
+// `kobo snapshot` and `kobo restore`: a backup is one SQLite file holding every partition's image at
+// its LSN (checksummed), the layout, the API keys (hashed) and the sandbox clocks. Runs in the CLI.
+// Snapshot works while the server runs (read transactions); restore refuses while it runs.
+// Invariant: a restored data dir recovers to exactly the state the backup was taken from.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
+import { recoverShard } from '../store/recovery.ts';
+import { compressImageSync, decodePartition, decompressImage, encodePartition, snapshotRow } from '../store/snapshot.ts';
+import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
+import { openDatabase } from '../store/shard-store.ts';
+import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
+
+export function serverPid(dataDir: string): number | null {
+  const file = path.join(dataDir, 'server.pid');
+  if (!fs.existsSync(file)) return null;
+  const pid = Number(fs.readFileSync(file, 'utf8'));
+  try {
+    return Number.isInteger(pid) && pid > 0 && process.kill(pid, 0) ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface SnapshotResult {
+  file: string;
+  partitions: number;
+  bytes: number;
+  compacted: boolean;
+}
+
+export function takeSnapshot(dataDir: string, outFile: string, progress: (m: string) => void = () => {}): SnapshotResult {
+  const layout = readLayout(dataDir);
+  const online = serverPid(dataDir) !== null;
+  fs.mkdirSync(path.dirname(outFile), { recursive: true });
+  if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} exists; choose another --out`);
+  const backup = new Database(outFile);
+  backup.exec(`
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE partitions (partition INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, body BLOB NOT NULL, crc INTEGER NOT NULL);
+  `);
+  backup.exec(CONTROL_SCHEMA_SQL);
+  const insert = backup.prepare('INSERT INTO partitions (partition, lsn, body, crc) VALUES (?, ?, ?, ?)');
+  let count = 0;
+  for (let shard = 0; shard < layout.shards; shard += 1) {
+    // Offline, the shard's own file also gets the fresh images, so the next start replays less.
+    const store = new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: online });
+    try {
+      const recovered = recoverShard(store, { partitions: partitionsOf(shard, layout.shards), readonly: true });
+      for (const [partition, state] of recovered.states) {
+        const body = compressImageSync(encodePartition(state));
+        const row = snapshotRow({ partition, lsn: recovered.lastLsn, takenAtMs: Date.now(), body });
+        insert.run(partition, row.lsn, row.body, row.crc);
+        if (!online) store.writeSnapshot(row);
+        count += 1;
+      }
+      progress(`shard ${shard}: ${recovered.states.size} partitions at LSN ${recovered.lastLsn}`);
+    } finally {
+      store.close();
+    }
+  }
+  const control = openDatabase(path.join(dataDir, 'control.db'), { readonly: true });
+  try {
+    const keys = control.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>;
+    const insertKey = backup.prepare('INSERT INTO api_keys VALUES (@id, @hash, @prefix, @account, @env, @scopes, @ip_allow, @customer_id, @status, @created_at_ms, @expires_at_ms, @label)');
+    for (const key of keys) insertKey.run(key);
+    for (const clock of control.prepare('SELECT owner, offset_ms FROM clocks').all() as Array<{ owner: string; offset_ms: number }>) {
+      backup.prepare('INSERT INTO clocks VALUES (?, ?)').run(clock.owner, clock.offset_ms);
+    }
+  } finally {
+    control.close();
+  }
+  const meta = backup.prepare('INSERT INTO meta VALUES (?, ?)');
+  meta.run('format', 'kobo-backup-1');
+  meta.run('shards', String(layout.shards));
+  meta.run('partitions', String(layout.partitions));
+  meta.run('taken_at', new Date().toISOString());
+  backup.close();
+  return { file: outFile, partitions: count, bytes: fs.statSync(outFile).size, compacted: !online };
+}
+
+export interface RestoreResult {
+  dataDir: string;
+  previous: string | null;
+  partitions: number;
+}
+
+export function restoreBackup(dataDir: string, backupFile: string, progress: (m: string) => void = () => {}): RestoreResult {
+  const pid = serverPid(dataDir);
+  if (pid !== null) throw new Error(`restore: the server (pid ${pid}) is using ${dataDir}; stop it first`);
+  if (!fs.existsSync(backupFile)) throw new Error(`restore: no backup at ${backupFile}`);
+  const backup = new Database(backupFile, { readonly: true, fileMustExist: true });
+  try {
+    const meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
+    if (meta.get('format') !== 'kobo-backup-1') throw new Error(`restore: ${backupFile} is not a kobo backup`);
+    const shards = Number(meta.get('shards'));
+    const rows = backup.prepare('SELECT partition, lsn, body, crc FROM partitions ORDER BY partition').all() as Array<{ partition: number; lsn: number; body: Buffer; crc: number }>;
+    for (const row of rows) {
+      if (snapshotChecksum(row.partition, row.lsn, row.body) !== row.crc) throw new Error(`restore: partition ${row.partition} fails its checksum; the backup is damaged`);
+      decodePartition(decompressImage(row.body)); // must decode before anything is moved aside
+    }
+    let previous: string | null = null;
+    if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
+      previous = `${dataDir}.pre-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      fs.renameSync(dataDir, previous);
+      progress(`moved the current data dir aside to ${previous}`);
+    }
+    ensureLayout(dataDir, shards);
+    for (let shard = 0; shard < shards; shard += 1) {
+      const mine = rows.filter((r) => r.partition % shards === shard);
+      const store = new ShardStore(path.join(dataDir, shardFile(shard)));
+      const baseLsn = Math.max(0, ...mine.map((r) => r.lsn));
+      store.setMeta('base_lsn', String(baseLsn));
+      for (const row of mine) store.writeSnapshot({ partition: row.partition, lsn: row.lsn, takenAtMs: Date.now(), body: row.body, crc: row.crc });
+      store.close();
+      progress(`shard ${shard}: ${mine.length} partitions restored (WAL continues after LSN ${baseLsn})`);
+    }
+    const control = openDatabase(path.join(dataDir, 'control.db'));
+    control.exec(CONTROL_SCHEMA_SQL);
+    const insertKey = control.prepare('INSERT INTO api_keys VALUES (@id, @hash, @prefix, @account, @env, @scopes, @ip_allow, @customer_id, @status, @created_at_ms, @expires_at_ms, @label)');
+    for (const key of backup.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>) insertKey.run(key);
+    for (const clock of backup.prepare('SELECT owner, offset_ms FROM clocks').all() as Array<{ owner: string; offset_ms: number }>) {
+      control.prepare('INSERT INTO clocks VALUES (?, ?)').run(clock.owner, clock.offset_ms);
+    }
+    control.close();
+    return { dataDir, previous, partitions: rows.length };
+  } finally {
+    backup.close();
+  }
+}

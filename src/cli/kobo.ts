@@ -1,0 +1,108 @@
+// `npm run kobo -- <command>`: the operator CLI (keys, snapshot, restore, verify, webhooks later).
+// Runs as its own process; reads config through src/config.ts like the server does.
+// Invariant: every command exits non-zero on failure, with one clear line on stderr.
+import path from 'node:path';
+import { Command, Option } from 'commander';
+import { loadConfig } from '../config.ts';
+import { ControlStore, generateSecret, type KeyRecord } from '../store/control-store.ts';
+import { verifyDataDir } from './verify.ts';
+import { restoreBackup, takeSnapshot } from './backup.ts';
+
+const config = loadConfig();
+const progress = (message: string): void => {
+  process.stderr.write(`  … ${message}\n`);
+};
+
+function keyLine(k: KeyRecord): string {
+  const expires = k.expiresAtMs === null ? '' : ` expires ${new Date(k.expiresAtMs).toISOString()}`;
+  const scoped = k.customerId === null ? '' : ` customer ${k.customerId}`;
+  const ips = k.ipAllow.length === 0 ? '' : ` ip ${k.ipAllow.join(',')}`;
+  return `${k.id}  ${k.prefix}…  ${k.env}  account ${k.account}  ${k.status}  scopes ${k.scopes.join(',')}${scoped}${ips}${expires}`;
+}
+
+const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+
+const program = new Command('kobo').description('kobo operator commands').showHelpAfterError();
+
+const keys = program.command('keys').description('create, list, rotate and revoke API keys');
+keys
+  .command('create')
+  .description('create a secret key (printed once; only its hash is stored)')
+  .addOption(new Option('--env <env>', 'sandbox (test) or live').choices(['test', 'live']).default('test'))
+  .option('--account <name>', 'the account the key belongs to', 'default')
+  .option('--scopes <list>', "comma-separated scopes: '*', 'read', '<family>', '<family>:read|write'", list, ['*'])
+  .option('--ip-allow <list>', 'comma-separated source IPs or CIDRs', list, [])
+  .option('--customer <id>', 'mint a key that acts for this one customer only')
+  .option('--label <text>', 'a note shown in keys list')
+  .action((opts: { env: 'test' | 'live'; account: string; scopes: string[]; ipAllow: string[]; customer?: string; label?: string }) => {
+    const control = new ControlStore(config.dataDir);
+    const secret = generateSecret(opts.env);
+    const record = control.insertKey({ secret, account: opts.account, scopes: opts.scopes, ipAllow: opts.ipAllow, customerId: opts.customer ?? null, label: opts.label ?? null, nowMs: Date.now() });
+    control.close();
+    process.stdout.write(`${keyLine(record)}\nsecret (shown once): ${secret}\n`);
+  });
+keys.command('list').description('list keys (never their secrets)').action(() => {
+  const control = new ControlStore(config.dataDir);
+  for (const k of control.listKeys()) process.stdout.write(`${keyLine(k)}\n`);
+  control.close();
+});
+keys
+  .command('rotate <id>')
+  .description('create a replacement key; the old one stays valid for the grace period')
+  .option('--grace-hours <hours>', 'how long the old key keeps working', (v) => Number(v), 24)
+  .action((id: string, opts: { graceHours: number }) => {
+    if (!Number.isFinite(opts.graceHours) || opts.graceHours < 0) throw new Error('--grace-hours must be a number ≥ 0');
+    const control = new ControlStore(config.dataDir);
+    const { secret, record } = control.rotate(id, { graceMs: Math.round(opts.graceHours * 3_600_000), nowMs: Date.now() });
+    control.close();
+    process.stdout.write(`${keyLine(record)}\nsecret (shown once): ${secret}\nold key ${id} expires in ${opts.graceHours} h\n`);
+  });
+keys.command('revoke <id>').description('revoke a key at once (401 within a second)').action((id: string) => {
+  const control = new ControlStore(config.dataDir);
+  const done = control.revoke(id);
+  control.close();
+  if (!done) throw new Error(`no key ${id}`);
+  process.stdout.write(`revoked ${id}\n`);
+});
+
+program
+  .command('snapshot')
+  .description('write a backup file of every partition (works while the server runs)')
+  .option('--out <file>', 'backup file to write')
+  .action((opts: { out?: string }) => {
+    const out = opts.out ?? path.join(path.dirname(config.dataDir), 'backups', `kobo-${new Date().toISOString().replace(/[:.]/g, '-')}.kobo`);
+    const result = takeSnapshot(config.dataDir, path.resolve(out), progress);
+    process.stdout.write(`snapshot written: ${result.file} (${result.partitions} partitions, ${result.bytes} bytes${result.compacted ? ', shard files compacted' : ''})\n`);
+  });
+
+program
+  .command('restore <file>')
+  .description('replace the data dir with a backup (the server must be stopped; the old dir is kept aside)')
+  .action((file: string) => {
+    const result = restoreBackup(config.dataDir, path.resolve(file), progress);
+    process.stdout.write(`restored ${result.partitions} partitions into ${result.dataDir}${result.previous === null ? '' : `; previous data kept at ${result.previous}`}\n`);
+  });
+
+program
+  .command('verify')
+  .description('check checksums, snapshot-vs-replay equality and ledger invariants; non-zero exit on any violation')
+  .option('--json', 'print the report as JSON')
+  .action((opts: { json?: boolean }) => {
+    const report = verifyDataDir(config.dataDir, progress);
+    if (opts.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    else {
+      process.stdout.write(`verified ${report.shards} shard(s): ${report.walRecords} WAL records, ${report.snapshots} snapshots, ${report.customers} customers, ${report.wallets} wallets, ${report.transactions} transactions\n`);
+      for (const [currency, t] of Object.entries(report.currencies)) process.stdout.write(`  ${currency}: debits ${t.debitsPosted} = credits ${t.creditsPosted}\n`);
+    }
+    if (report.violations.length > 0) {
+      for (const v of report.violations) process.stderr.write(`VIOLATION ${v}\n`);
+      process.exitCode = 2;
+    } else if (opts.json !== true) process.stdout.write('ok: no violations\n');
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.stderr.write(`kobo: ${(error as Error).message}\n`);
+  process.exit(1);
+}

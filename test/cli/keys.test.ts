@@ -1,0 +1,84 @@
+// The `kobo keys` CLI against a running server: create (secret shown once), list (never the secret),
+// scoped and customer-bound keys, rotate with a grace period, revoke → 401.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, idem, startServer, tempDataDir, uniqueEmail, uniquePhone } from '../helpers/server.ts';
+import { kobo } from '../helpers/cli.ts';
+
+function secretOf(stdout: string): string {
+  const match = /secret \(shown once\): (sk_\w+_[A-Za-z0-9_-]+)/.exec(stdout);
+  assert.ok(match, `no secret in:\n${stdout}`);
+  return match[1]!;
+}
+
+function idOf(stdout: string): string {
+  const match = /^(key_[0-9A-Z]+)/m.exec(stdout);
+  assert.ok(match, `no key id in:\n${stdout}`);
+  return match[1]!;
+}
+
+test('keys: create, list, scope, rotate and revoke take effect on the running server', { timeout: 90_000 }, async () => {
+  const dataDir = tempDataDir();
+  const created = kobo(dataDir, 'keys', 'create', '--account', 'ops', '--label', 'first');
+  assert.equal(created.status, 0, created.stderr);
+  const secret = secretOf(created.stdout);
+  assert.match(secret, /^sk_test_/);
+  const server = await startServer({ dataDir });
+  try {
+    const api = client(server.baseUrl, secret);
+    const customer = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Ops', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    assert.equal(customer.status, 201);
+    const customerId = customer.body.data.id as string;
+
+    const listed = kobo(dataDir, 'keys', 'list');
+    assert.equal(listed.status, 0);
+    assert.ok(!listed.stdout.includes(secret), 'keys list must never print a secret');
+    assert.match(listed.stdout, /account ops/);
+
+    const readOnly = secretOf(kobo(dataDir, 'keys', 'create', '--account', 'ops', '--scopes', 'read').stdout);
+    assert.equal((await api('GET', `/v1/customers/${customerId}`, { key: readOnly })).status, 200);
+    const denied = await api('POST', '/v1/transactions', { key: readOnly, idempotencyKey: idem(), body: { type: 'funding', customer_id: customerId, amount_minor: 100, currency: 'NGN' } });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body.error.code, 'FORBIDDEN');
+
+    const bound = secretOf(kobo(dataDir, 'keys', 'create', '--account', 'ops', '--customer', customerId).stdout);
+    const methods = await api('GET', '/v1/payments/methods', { key: bound });
+    assert.equal(methods.status, 200, 'a customer-bound key needs no customer_id');
+    assert.equal(methods.body.data.customer_id, customerId);
+
+    const rotated = kobo(dataDir, 'keys', 'rotate', idOf(created.stdout), '--grace-hours', '1');
+    assert.equal(rotated.status, 0, rotated.stderr);
+    const next = secretOf(rotated.stdout);
+    assert.equal((await api('GET', `/v1/customers/${customerId}`, { key: next })).status, 200, 'new key works');
+    assert.equal((await api('GET', `/v1/customers/${customerId}`, { key: secret })).status, 200, 'old key works during the grace period');
+
+    const revoked = kobo(dataDir, 'keys', 'revoke', idOf(rotated.stdout));
+    assert.equal(revoked.status, 0, revoked.stderr);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the server's key cache lives 1 s
+    const refused = await api('GET', `/v1/customers/${customerId}`, { key: next });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error.code, 'UNAUTHENTICATED');
+
+    assert.notEqual(kobo(dataDir, 'keys', 'revoke', 'key_NOPE').status, 0);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('start: no key configured on a fresh data dir → a sandbox key is created and printed once', { timeout: 30_000 }, async () => {
+  const server = await startServer({ keys: [] });
+  const match = /sandbox secret key \(shown once, store it now\): (sk_test_\S+)/.exec(server.output());
+  try {
+    assert.ok(match, server.output());
+    const api = client(server.baseUrl, match[1]!);
+    assert.equal((await api('GET', '/v1/test_helpers/clock')).status, 200);
+  } finally {
+    await server.stop();
+  }
+  const again = await startServer({ keys: [], dataDir: server.dataDir });
+  try {
+    assert.doesNotMatch(again.output(), /sandbox secret key/);
+  } finally {
+    await again.stop();
+  }
+});

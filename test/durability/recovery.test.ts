@@ -1,0 +1,140 @@
+// Recovery from the shard files: torn tail cut, corruption refused, snapshots faithful to the WAL,
+// backup and restore round trip, and a data dir's shard count enforced. Real SQLite files, real processes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone } from '../helpers/server.ts';
+import { kobo } from '../helpers/cli.ts';
+
+const key = secretKey();
+const keys = [`${key}@recovery`];
+
+async function seed(baseUrl: string, count: number): Promise<Array<{ id: string; walletId: string; key: string; body: object; response: unknown }>> {
+  const api = client(baseUrl, key);
+  const out = [];
+  for (let i = 0; i < count; i += 1) {
+    const body = { name: `Rec ${i}`, email: uniqueEmail(), phone: uniquePhone(), country_code: 'KE' };
+    const k = idem('seed');
+    const r = await api('POST', '/v1/customers', { idempotencyKey: k, body });
+    assert.equal(r.status, 201);
+    out.push({ id: r.body.data.id, walletId: r.body.data.wallets[0].id, key: k, body, response: r.body });
+  }
+  return out;
+}
+
+function shardWithRecords(dataDir: string): { file: string; max: number; batches: number } {
+  for (const name of ['shard-0.db', 'shard-1.db']) {
+    const file = path.join(dataDir, name);
+    const db = new Database(file, { readonly: true });
+    const row = db.prepare('SELECT max(lsn) AS max, count(DISTINCT batch) AS batches FROM wal').get() as { max: number | null; batches: number };
+    db.close();
+    if (row.max !== null && row.batches >= 3) return { file, max: row.max, batches: row.batches };
+  }
+  throw new Error('no shard with three batches');
+}
+
+test('recovery: torn final WAL record → cut at start, earlier records intact', { timeout: 60_000 }, async () => {
+  let server = await startServer({ keys });
+  const made = await seed(server.baseUrl, 12);
+  await server.kill();
+  const { file, max } = shardWithRecords(server.dataDir);
+  const db = new Database(file);
+  db.prepare("UPDATE wal SET body = substr(body, 1, length(body) - 7) WHERE lsn = ?").run(max);
+  db.close();
+  server = await startServer({ keys, dataDir: server.dataDir });
+  try {
+    assert.match(server.output(), /cut 1 torn WAL record/);
+    const api = client(server.baseUrl, key);
+    const found = await Promise.all(made.map((m) => api('GET', `/v1/customers/${m.id}`)));
+    const lost = found.filter((r) => r.status === 404).length;
+    assert.equal(lost, 1, 'exactly the torn record is gone');
+  } finally {
+    await server.stop();
+  }
+});
+
+test('recovery: corrupt record before the final batch → start refuses, verify names it', { timeout: 60_000 }, async () => {
+  let server = await startServer({ keys });
+  await seed(server.baseUrl, 12);
+  await server.kill();
+  const { file } = shardWithRecords(server.dataDir);
+  const db = new Database(file);
+  const first = db.prepare('SELECT min(lsn) AS lsn FROM wal').get() as { lsn: number };
+  db.prepare("UPDATE wal SET body = replace(body, 'Rec', 'Rex') WHERE lsn = ?").run(first.lsn);
+  db.close();
+  const verify = kobo(server.dataDir, 'verify');
+  assert.notEqual(verify.status, 0);
+  assert.match(verify.stderr, new RegExp(`WAL record ${first.lsn} fails its checksum`));
+  await assert.rejects(startServer({ keys, dataDir: server.dataDir }), /fails its checksum and is not in the final batch/);
+});
+
+test('recovery: snapshot + WAL tail equals full replay; damaged newest snapshot falls back', { timeout: 60_000 }, async () => {
+  let server = await startServer({ keys });
+  const first = await seed(server.baseUrl, 6);
+  await server.stop(); // graceful: every partition snapshotted
+  server = await startServer({ keys, dataDir: server.dataDir });
+  const second = await seed(server.baseUrl, 6);
+  await server.kill();
+  const verify = kobo(server.dataDir, 'verify');
+  assert.equal(verify.status, 0, verify.stderr);
+  assert.match(verify.stdout, /12 customers/);
+  // Damage every newest snapshot: recovery must fall back (older image or full replay) and lose nothing.
+  for (const name of ['shard-0.db', 'shard-1.db']) {
+    const db = new Database(path.join(server.dataDir, name));
+    db.prepare('UPDATE snapshots SET crc = crc + 1 WHERE (partition, lsn) IN (SELECT partition, max(lsn) FROM snapshots GROUP BY partition)').run();
+    db.close();
+  }
+  server = await startServer({ keys, dataDir: server.dataDir });
+  try {
+    const api = client(server.baseUrl, key);
+    for (const m of [...first, ...second]) assert.equal((await api('GET', `/v1/customers/${m.id}`)).status, 200);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('ops: kobo snapshot while running, restore into a fresh dir → same state, keys replay, writes continue', { timeout: 90_000 }, async () => {
+  let server = await startServer({ keys });
+  const made = await seed(server.baseUrl, 5);
+  const api = client(server.baseUrl, key);
+  const pay = await api('POST', '/v1/payments', { idempotencyKey: idem('p'), body: { customer_id: made[0]!.id, amount_minor: 250_000, currency: 'KES', method: 'bank_transfer' } });
+  assert.equal(pay.status, 201, JSON.stringify(pay.body));
+  assert.equal((await api('POST', `/v1/test_helpers/payments/${pay.body.data.id}/settle`)).status, 200);
+  const walletBefore = (await api('GET', `/v1/wallets/${made[0]!.walletId}`)).body.data;
+  const backupFile = path.join(tempDataDir('backup'), 'b.kobo');
+  const snap = kobo(server.dataDir, 'snapshot', '--out', backupFile);
+  assert.equal(snap.status, 0, snap.stderr);
+  assert.match(snap.stdout, /64 partitions/);
+  const refused = kobo(server.dataDir, 'restore', backupFile);
+  assert.notEqual(refused.status, 0, 'restore must refuse while the server runs');
+  assert.match(refused.stderr, /stop it first/);
+  await server.stop();
+
+  const restored = kobo(server.dataDir, 'restore', backupFile);
+  assert.equal(restored.status, 0, restored.stderr);
+  assert.match(restored.stdout, /previous data kept at/);
+  server = await startServer({ keys, dataDir: server.dataDir });
+  try {
+    const api2 = client(server.baseUrl, key);
+    assert.deepEqual((await api2('GET', `/v1/wallets/${made[0]!.walletId}`)).body.data, walletBefore);
+    const replay = await api2('POST', '/v1/customers', { idempotencyKey: made[1]!.key, body: made[1]!.body });
+    assert.equal(replay.status, 201);
+    assert.deepEqual(replay.body, made[1]!.response);
+    const dup = await api2('POST', '/v1/customers', { idempotencyKey: idem('dup'), body: { ...made[2]!.body, phone: uniquePhone() } });
+    assert.equal(dup.status, 409, 'the uniqueness index is rebuilt from restored state');
+    assert.equal((await seed(server.baseUrl, 2)).length, 2);
+  } finally {
+    await server.stop();
+  }
+  const verify = kobo(server.dataDir, 'verify');
+  assert.equal(verify.status, 0, verify.stderr);
+});
+
+test('start: KOBO_SHARDS differs from the data dir layout → refuses with a clear message', { timeout: 30_000 }, async () => {
+  const server = await startServer({ keys, shards: 2 });
+  await server.stop();
+  await assert.rejects(startServer({ keys, dataDir: server.dataDir, shards: 1 }), /created with KOBO_SHARDS=2/);
+  assert.ok(fs.existsSync(path.join(server.dataDir, 'layout.json')));
+});
