@@ -20,6 +20,7 @@ import { countryRoutes } from './api/countries.ts';
 import { customerRoutes } from './api/customers.ts';
 import { transactionRoutes } from './api/transactions.ts';
 import { paymentRoutes } from './api/payments.ts';
+import { exchangeRoutes } from './api/exchange.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
 import { buildOpenApi, openApiRoute } from './api/openapi.ts';
 
@@ -104,6 +105,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     ...customerRoutes(deps),
     ...transactionRoutes(deps),
     ...paymentRoutes(deps),
+    ...exchangeRoutes(deps),
     ...testHelperRoutes(deps),
   ]);
   let openApiJson = '';

@@ -34,7 +34,8 @@ export class Router {
       const params = matchSegments(route.segments, parts);
       if (params === null) continue;
       if (route.method === method) return { kind: 'found', route, params };
-      allow.push(route.method);
+      // A literal and a parameter route can both match one path (GET /v1/payments/methods, /v1/payments/:id).
+      if (!allow.includes(route.method)) allow.push(route.method);
     }
     return allow.length > 0 ? { kind: 'method_not_allowed', allow } : { kind: 'not_found' };
   }

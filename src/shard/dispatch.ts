@@ -10,6 +10,7 @@ import type { Command } from './protocol.ts';
 import type { PartitionState, StoredReply } from './state.ts';
 import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
+import { createQuote, executeExchange } from './handlers/exchange.ts';
 import { createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 function decide(ctx: HandlerContext, cmd: Command): Outcome {
@@ -28,6 +29,8 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'payment.settle': return settlePayment(ctx, cmd);
     case 'payment.fail': return failPayment(ctx, cmd);
     case 'payment.submit': return submitPayment(ctx, cmd);
+    case 'fx.quote': return createQuote(ctx, cmd);
+    case 'fx.execute': return executeExchange(ctx, cmd);
     case 'idem.replay':
       // The front end believed this shard holds the key's record; it does not. Never store this.
       return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));

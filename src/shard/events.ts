@@ -7,6 +7,8 @@ import type { TransactionStatus } from '../../machines/transaction.machine.ts';
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type {
   Customer,
+  Exchange,
+  ExchangeQuote,
   Failure,
   HoldStatus,
   IdempotencyRecord,
@@ -37,6 +39,8 @@ export type WalEvent =
   | { t: 'payment.created'; payment: Payment }
   | { t: 'payment.moved'; id: string; status: PaymentStatus; atMs: number }
   | { t: 'ledger'; ops: LedgerOp[]; atMs: number }
+  | { t: 'quote.created'; quote: ExchangeQuote }
+  | { t: 'exchange.created'; exchange: Exchange }
   | { t: 'idem.stored'; record: IdempotencyRecord };
 
 function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): void {
@@ -113,6 +117,18 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       touchWallets(state, event.ops, event.atMs); // before: commit and void remove the hold it reads
       for (const op of event.ops) applyLedgerOp(state.ledger, op);
       return;
+    case 'quote.created':
+      assert(!state.quotes.has(event.quote.id), 'apply: quote exists');
+      state.quotes.set(event.quote.id, { ...event.quote });
+      return;
+    case 'exchange.created': {
+      const quote = state.quotes.get(event.exchange.quoteId);
+      assert(quote !== undefined && quote.exchangeId === null, 'apply: exchange needs an unused quote');
+      assert(!state.exchanges.has(event.exchange.id), 'apply: exchange exists');
+      quote.exchangeId = event.exchange.id;
+      state.exchanges.set(event.exchange.id, { ...event.exchange });
+      return;
+    }
     case 'idem.stored':
       assert(!state.idempotency.has(event.record.scope), 'apply: idempotency record exists');
       state.idempotency.set(event.record.scope, event.record);

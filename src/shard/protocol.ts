@@ -47,6 +47,8 @@ export type CommandBody =
   | { k: 'payment.settle'; id: string; source: 'test_helper' | 'rail' }
   | { k: 'payment.fail'; id: string; code: string; source: 'test_helper' | 'rail' }
   | { k: 'payment.submit'; id: string }
+  | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
+  | { k: 'fx.execute'; quoteId: string }
   | { k: 'idem.replay' };
 
 export type Command = CommandBase & CommandBody;

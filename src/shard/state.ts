@@ -103,6 +103,39 @@ export interface Payment {
   updatedAtMs: number;
 }
 
+export interface ExchangeQuote {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  fromCurrency: string;
+  toCurrency: string;
+  fromAmountMinor: number;
+  toAmountMinor: number;
+  /** Customer rate (after spread), `to` units per `from` unit, as a decimal string. */
+  rate: string;
+  midRate: string;
+  spreadBps: number;
+  expiresAtMs: number;
+  exchangeId: string | null;
+  createdAtMs: number;
+}
+
+export interface Exchange {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  quoteId: string;
+  transactionId: string;
+  fromCurrency: string;
+  fromAmountMinor: number;
+  fromWalletId: string;
+  toCurrency: string;
+  toAmountMinor: number;
+  toWalletId: string;
+  rate: string;
+  createdAtMs: number;
+}
+
 /** A stored response: replayed byte-for-byte (data) or by code (errors) for the same key. */
 export interface StoredReply {
   status: number;
@@ -121,6 +154,8 @@ export interface PartitionState {
   customers: Map<string, Customer>;
   transactions: Map<string, Transaction>;
   payments: Map<string, Payment>;
+  quotes: Map<string, ExchangeQuote>;
+  exchanges: Map<string, Exchange>;
   idempotency: Map<string, IdempotencyRecord>;
   ledger: LedgerState;
 }
@@ -131,6 +166,8 @@ export function emptyPartition(partition: number): PartitionState {
     customers: new Map(),
     transactions: new Map(),
     payments: new Map(),
+    quotes: new Map(),
+    exchanges: new Map(),
     idempotency: new Map(),
     ledger: emptyLedger(),
   };

@@ -5,7 +5,7 @@
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import type { Customer, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
+import type { Customer, Exchange, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
 import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -18,6 +18,8 @@ interface PartitionImage {
   holds: Hold[];
   transactions: Transaction[];
   payments: Payment[];
+  quotes?: ExchangeQuote[];
+  exchanges?: Exchange[];
   idempotency: IdempotencyRecord[];
 }
 
@@ -30,6 +32,8 @@ export function encodePartition(state: PartitionState): string {
     holds: [...state.ledger.holds.values()],
     transactions: [...state.transactions.values()],
     payments: [...state.payments.values()],
+    quotes: [...state.quotes.values()],
+    exchanges: [...state.exchanges.values()],
     idempotency: [...state.idempotency.values()],
   };
   return JSON.stringify(image);
@@ -43,6 +47,8 @@ export function decodePartition(json: string): PartitionState {
     customers: new Map(image.customers.map((c) => [c.id, c])),
     transactions: new Map(image.transactions.map((t) => [t.id, t])),
     payments: new Map(image.payments.map((p) => [p.id, p])),
+    quotes: new Map((image.quotes ?? []).map((q) => [q.id, q])),
+    exchanges: new Map((image.exchanges ?? []).map((e) => [e.id, e])),
     idempotency: new Map(image.idempotency.map((r) => [r.scope, r])),
     ledger: {
       accounts: new Map(image.accounts.map((a) => [a.id, a])),

@@ -1,0 +1,74 @@
+// Sandbox FX: mid rates from data/reference/fx.json, the customer rate after spread, and conversion of
+// minor units between currencies of different ISO 4217 exponents. Any thread; pure.
+// Rates are exact decimals held as bigint fractions; no float ever touches money.
+// Invariant: convertMinor rounds down, so a conversion never yields more than the exact value.
+import fxData from '../../data/reference/fx.json' with { type: 'json' };
+import { currencyExponent } from './currencies.ts';
+
+/** An exact positive rational: value = num / den. */
+export interface Rate {
+  num: bigint;
+  den: bigint;
+}
+
+const RATE_PATTERN = /^(\d+)(?:\.(\d{1,12}))?$/;
+
+export function parseRate(text: string): Rate {
+  const match = RATE_PATTERN.exec(text);
+  if (match === null) throw new Error(`fx: rate ${JSON.stringify(text)} is not a plain decimal`);
+  const fraction = match[2] ?? '';
+  const rate = { num: BigInt(match[1]! + fraction), den: 10n ** BigInt(fraction.length) };
+  if (rate.num <= 0n) throw new Error(`fx: rate ${text} must be positive`);
+  return rate;
+}
+
+const USD_RATES: ReadonlyMap<string, Rate> = new Map(Object.entries(fxData.rates).map(([code, text]) => [code, parseRate(text)]));
+for (const code of USD_RATES.keys()) {
+  if (currencyExponent(code) === undefined) throw new Error(`fx: ${code} in fx.json is not an ISO 4217 currency`);
+}
+
+export const SPREAD_BPS = BigInt(fxData.spread_bps);
+export const QUOTE_TTL_MS = fxData.quote_ttl_seconds * 1000;
+const RATE_DIGITS = 10;
+
+export function supportsPair(from: string, to: string): boolean {
+  return from !== to && USD_RATES.has(from) && USD_RATES.has(to);
+}
+
+/** Units of `to` per unit of `from`, before spread. */
+export function midRate(from: string, to: string): Rate {
+  const f = USD_RATES.get(from);
+  const t = USD_RATES.get(to);
+  if (f === undefined || t === undefined) throw new Error(`fx: no rate for ${from}/${to}`);
+  return { num: t.num * f.den, den: t.den * f.num };
+}
+
+/** The customer's rate: mid less the spread. */
+export function customerRate(from: string, to: string): Rate {
+  const mid = midRate(from, to);
+  return { num: mid.num * (10_000n - SPREAD_BPS), den: mid.den * 10_000n };
+}
+
+/**
+ * Converts `amountMinor` of `from` into minor units of `to` at `rate`, rounding down (floor): the
+ * fraction of a minor unit stays with the house, so no conversion creates money.
+ */
+export function convertMinor(amountMinor: number, from: string, to: string, rate: Rate): number {
+  const expFrom = currencyExponent(from);
+  const expTo = currencyExponent(to);
+  if (expFrom === undefined || expTo === undefined) throw new Error(`fx: unknown currency ${from} or ${to}`);
+  let num = BigInt(amountMinor) * rate.num;
+  let den = rate.den;
+  if (expTo >= expFrom) num *= 10n ** BigInt(expTo - expFrom);
+  else den *= 10n ** BigInt(expFrom - expTo);
+  const result = num / den; // bigint division truncates; both are positive, so this is floor
+  if (result > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('fx: converted amount exceeds the safe integer range');
+  return Number(result);
+}
+
+/** A rate as a decimal string with RATE_DIGITS digits after the point (rounded down), for display. */
+export function formatRate(rate: Rate): string {
+  const scaled = (rate.num * 10n ** BigInt(RATE_DIGITS)) / rate.den;
+  const text = scaled.toString().padStart(RATE_DIGITS + 1, '0');
+  return `${text.slice(0, -RATE_DIGITS)}.${text.slice(-RATE_DIGITS)}`.replace(/\.?0+$/, '');
+}
