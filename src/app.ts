@@ -21,6 +21,7 @@ import { customerRoutes } from './api/customers.ts';
 import { transactionRoutes } from './api/transactions.ts';
 import { paymentRoutes } from './api/payments.ts';
 import { exchangeRoutes } from './api/exchange.ts';
+import { transferRoutes } from './api/transfers.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
 import { buildOpenApi, openApiRoute } from './api/openapi.ts';
 
@@ -106,6 +107,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     ...transactionRoutes(deps),
     ...paymentRoutes(deps),
     ...exchangeRoutes(deps),
+    ...transferRoutes(deps),
     ...testHelperRoutes(deps),
   ]);
   let openApiJson = '';

@@ -2,7 +2,7 @@
 // Main thread: normalises email and phone (libphonenumber), enforces per-account uniqueness through
 // the customer index, hashes PINs with scrypt off the event loop, then sends shard commands.
 // Invariant: a PIN is never stored or returned in clear; only `pin_set` is shown.
-import { randomBytes, scrypt } from 'node:crypto';
+import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { findCountry } from '../catalogue/countries.ts';
@@ -33,6 +33,15 @@ export async function hashPin(pin: string): Promise<string> {
   const salt = randomBytes(16);
   const hash = await scryptAsync(pin, salt, 32, { N: PIN_SCRYPT_N });
   return `scrypt:${PIN_SCRYPT_N}:${salt.toString('base64')}:${hash.toString('base64')}`;
+}
+
+/** Constant-time check of a PIN against its stored `scrypt:N:salt:hash`. */
+export async function verifyPin(pin: string, stored: string): Promise<boolean> {
+  const [scheme, n, salt, hash] = stored.split(':');
+  if (scheme !== 'scrypt' || n === undefined || salt === undefined || hash === undefined) return false;
+  const expected = Buffer.from(hash, 'base64');
+  const actual = await scryptAsync(pin, Buffer.from(salt, 'base64'), expected.length, { N: Number(n) });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 function customerIdOf(reply: Reply): string | undefined {

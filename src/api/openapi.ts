@@ -2,6 +2,7 @@
 // Main thread; built once at start. Schemas are JSON Schema already, so they are embedded as they are.
 // Invariant: every routed endpoint appears, with the same request schema the server validates against.
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
+import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
 import type { RouteDef } from '../http/types.ts';
 import { DataEnvelope, ErrorEnvelope } from '../schemas/common.schema.ts';
 
@@ -12,13 +13,15 @@ function openApiPath(path: string): string {
 export function buildOpenApi(routes: readonly RouteDef[], version: string): object {
   const paths: Record<string, Record<string, object>> = {};
   for (const route of routes) {
-    const parameters = [...route.path.matchAll(/:([a-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const parameters: Array<{ name: string | undefined; in: string; required: boolean; schema: object }> = [...route.path.matchAll(/:([a-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     if (route.query !== undefined) {
       const properties = (route.query as { properties?: Record<string, object> }).properties ?? {};
       const required = new Set((route.query as { required?: string[] }).required ?? []);
-      for (const [name, schema] of Object.entries(properties)) parameters.push({ name, in: 'query', required: required.has(name), schema: schema as { type: string } });
+      for (const [name, schema] of Object.entries(properties)) parameters.push({ name, in: 'query', required: required.has(name), schema });
     }
-    if (route.idempotent === true) parameters.push({ name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string' } });
+    if (route.idempotent === true) {
+      parameters.push({ name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_LENGTH_MAX } });
+    }
     const responses: Record<string, object> = {
       [String(route.responseStatus ?? 200)]: {
         description: 'Success',

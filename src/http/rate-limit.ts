@@ -24,8 +24,10 @@ export class RateLimiter {
     const id = write ? `w:${subject}` : `r:${subject}`;
     let window = this.windows.get(id);
     if (window === undefined || nowMs - window.startMs >= WINDOW_MS) {
-      if (window === undefined && this.windows.size >= (this.limits.entriesMax ?? 100_000)) this.sweep(nowMs);
+      if (window === undefined && this.windows.size >= this.entriesMax) this.makeRoom(nowMs);
       window = { startMs: nowMs, count: 0 };
+      // Re-inserted, so the map stays in window-start order and its first entry is the oldest window.
+      this.windows.delete(id);
       this.windows.set(id, window);
     }
     const resetSeconds = Math.max(1, Math.ceil((window.startMs + WINDOW_MS - nowMs) / 1000));
@@ -34,7 +36,23 @@ export class RateLimiter {
     return { allowed: true, remaining: limit - window.count, resetSeconds };
   }
 
-  private sweep(nowMs: number): void {
-    for (const [id, window] of this.windows) if (nowMs - window.startMs >= WINDOW_MS) this.windows.delete(id);
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private get entriesMax(): number {
+    return this.limits.entriesMax ?? 100_000;
+  }
+
+  /** Drops expired windows; when every window is live (many subjects at once), drops the oldest one. */
+  private makeRoom(nowMs: number): void {
+    // The map is in window-start order, so the expired windows are the ones at its front.
+    for (const [id, window] of this.windows) {
+      if (nowMs - window.startMs < WINDOW_MS) break;
+      this.windows.delete(id);
+    }
+    // A forgotten window only ever favours its client, like a restart; growing without bound would not.
+    const oldest = this.windows.keys().next();
+    if (this.windows.size >= this.entriesMax && oldest.done !== true) this.windows.delete(oldest.value);
   }
 }

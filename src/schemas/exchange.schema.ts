@@ -30,7 +30,7 @@ export const ExchangeQuote = Type.Object({
   mid_rate: Type.String(),
   spread_bps: Type.Integer(),
   expires_at: Timestamp,
-  exchange_id: Nullable(Ulid),
+  used_by: Nullable(Ulid),
   created_at: Timestamp,
 });
 

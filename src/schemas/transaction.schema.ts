@@ -32,6 +32,7 @@ export const Transaction = Type.Object({
   attempt: Type.Integer(),
   status_history: Type.Array(Type.Object({ status: Type.String(), at: Timestamp, attempt: Type.Integer(), failure_code: Nullable(Type.String()) })),
   payment_id: Nullable(Ulid),
+  transfer_id: Nullable(Ulid),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -11,6 +11,7 @@ import type { PartitionState, StoredReply } from './state.ts';
 import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
+import { createBeneficiary, createTransfer, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, submitTransfer } from './handlers/transfers.ts';
 import { createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 function decide(ctx: HandlerContext, cmd: Command): Outcome {
@@ -31,6 +32,14 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'payment.submit': return submitPayment(ctx, cmd);
     case 'fx.quote': return createQuote(ctx, cmd);
     case 'fx.execute': return executeExchange(ctx, cmd);
+    case 'customer.secret': return customerSecret(ctx, cmd);
+    case 'beneficiary.create': return createBeneficiary(ctx, cmd);
+    case 'beneficiary.get': return getBeneficiary(ctx, cmd);
+    case 'transfer.create': return createTransfer(ctx, cmd);
+    case 'transfer.get': return getTransfer(ctx, cmd);
+    case 'transfer.submit': return submitTransfer(ctx, cmd);
+    case 'transfer.rail': return railAnswer(ctx, cmd);
+    case 'transfer.reconcile': return reconcileTransfer(ctx, cmd);
     case 'idem.replay':
       // The front end believed this shard holds the key's record; it does not. Never store this.
       return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));

@@ -5,7 +5,10 @@ import assert from 'node:assert/strict';
 import { applyLedgerOp, type LedgerOp } from '../ledger/ledger.ts';
 import type { TransactionStatus } from '../../machines/transaction.machine.ts';
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
+import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type {
+  Beneficiary,
+  Transfer,
   Customer,
   Exchange,
   ExchangeQuote,
@@ -40,6 +43,9 @@ export type WalEvent =
   | { t: 'payment.moved'; id: string; status: PaymentStatus; atMs: number }
   | { t: 'ledger'; ops: LedgerOp[]; atMs: number }
   | { t: 'quote.created'; quote: ExchangeQuote }
+  | { t: 'beneficiary.created'; beneficiary: Beneficiary }
+  | { t: 'transfer.created'; transfer: Transfer }
+  | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
   | { t: 'idem.stored'; record: IdempotencyRecord };
 
@@ -58,7 +64,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
   switch (event.t) {
     case 'customer.created':
       assert(!state.customers.has(event.customer.id), 'apply: customer exists');
-      state.customers.set(event.customer.id, { ...event.customer, wallets: { ...event.customer.wallets } });
+      state.customers.set(event.customer.id, { ...event.customer, wallets: { ...event.customer.wallets }, usageMinor: { ...event.customer.usageMinor } });
       return;
     case 'customer.updated': {
       const customer = state.customers.get(event.id);
@@ -123,10 +129,32 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     case 'exchange.created': {
       const quote = state.quotes.get(event.exchange.quoteId);
-      assert(quote !== undefined && quote.exchangeId === null, 'apply: exchange needs an unused quote');
+      assert(quote !== undefined && quote.usedBy === null, 'apply: exchange needs an unused quote');
       assert(!state.exchanges.has(event.exchange.id), 'apply: exchange exists');
-      quote.exchangeId = event.exchange.id;
+      quote.usedBy = event.exchange.id;
       state.exchanges.set(event.exchange.id, { ...event.exchange });
+      return;
+    }
+    case 'beneficiary.created':
+      assert(!state.beneficiaries.has(event.beneficiary.id), 'apply: beneficiary exists');
+      state.beneficiaries.set(event.beneficiary.id, { ...event.beneficiary });
+      return;
+    case 'transfer.created': {
+      assert(!state.transfers.has(event.transfer.id), 'apply: transfer exists');
+      if (event.transfer.quoteId !== null) {
+        const quote = state.quotes.get(event.transfer.quoteId);
+        assert(quote !== undefined && quote.usedBy === null, 'apply: transfer needs an unused quote');
+        quote.usedBy = event.transfer.id;
+      }
+      state.transfers.set(event.transfer.id, { ...event.transfer });
+      return;
+    }
+    case 'transfer.moved': {
+      const transfer = state.transfers.get(event.id);
+      assert(transfer !== undefined, 'apply: transfer missing');
+      transfer.status = event.status;
+      transfer.updatedAtMs = event.atMs;
+      if (event.providerReference !== undefined) transfer.providerReference = event.providerReference;
       return;
     }
     case 'idem.stored':

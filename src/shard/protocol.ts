@@ -44,11 +44,19 @@ export type CommandBody =
   | { k: 'payment.methods'; customerId: string }
   | { k: 'payment.create'; body: { customerId: string; amountMinor: number; currency: string; method: string; reference: string | null } }
   | { k: 'payment.get'; id: string }
-  | { k: 'payment.settle'; id: string; source: 'test_helper' | 'rail' }
+  | { k: 'payment.settle'; id: string; source: 'test_helper' | 'rail'; /** the attempt a rail answers for */ attempt?: number }
   | { k: 'payment.fail'; id: string; code: string; source: 'test_helper' | 'rail' }
   | { k: 'payment.submit'; id: string }
   | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
   | { k: 'fx.execute'; quoteId: string }
+  | { k: 'customer.secret'; id: string }
+  | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null } }
+  | { k: 'beneficiary.get'; id: string }
+  | { k: 'transfer.create'; body: { customerId: string; beneficiaryId: string; amountMinor: number; currency: string; narration: string | null; quoteId: string | null } }
+  | { k: 'transfer.get'; id: string }
+  | { k: 'transfer.submit'; id: string }
+  | { k: 'transfer.rail'; id: string; outcome: 'completed' | 'failed' | 'timeout' }
+  | { k: 'transfer.reconcile'; id: string }
   | { k: 'idem.replay' };
 
 export type Command = CommandBase & CommandBody;

@@ -5,6 +5,7 @@ import type { LedgerAccount, LedgerState } from '../ledger/ledger.ts';
 import { emptyLedger } from '../ledger/ledger.ts';
 import type { FailureCode, TransactionStatus } from '../../machines/transaction.machine.ts';
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
+import type { TransferStatus } from '../../machines/transfer.machine.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
 export type Owner = string;
@@ -71,6 +72,7 @@ export interface Transaction {
   attempt: number;
   history: StatusEntry[];
   paymentId: string | null;
+  transferId: string | null;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -103,6 +105,42 @@ export interface Payment {
   updatedAtMs: number;
 }
 
+export type BeneficiaryType = 'bank_account' | 'mobile_money' | 'wallet';
+
+export interface Beneficiary {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  type: BeneficiaryType;
+  currency: string;
+  country: string;
+  /** Bank code or mobile-money operator code; null for wallets. */
+  bankCode: string | null;
+  bankName: string | null;
+  accountNumber: string;
+  accountName: string;
+  createdAtMs: number;
+}
+
+export interface Transfer {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  beneficiaryId: string;
+  transactionId: string;
+  status: TransferStatus;
+  amountMinor: number;
+  feeMinor: number;
+  currency: string;
+  narration: string | null;
+  quoteId: string | null;
+  destinationAmountMinor: number;
+  destinationCurrency: string;
+  providerReference: string | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
 export interface ExchangeQuote {
   id: string;
   owner: Owner;
@@ -116,7 +154,8 @@ export interface ExchangeQuote {
   midRate: string;
   spreadBps: number;
   expiresAtMs: number;
-  exchangeId: string | null;
+  /** The exchange or transfer that executed this quote; a quote is used once. */
+  usedBy: string | null;
   createdAtMs: number;
 }
 
@@ -156,6 +195,8 @@ export interface PartitionState {
   payments: Map<string, Payment>;
   quotes: Map<string, ExchangeQuote>;
   exchanges: Map<string, Exchange>;
+  beneficiaries: Map<string, Beneficiary>;
+  transfers: Map<string, Transfer>;
   idempotency: Map<string, IdempotencyRecord>;
   ledger: LedgerState;
 }
@@ -168,6 +209,8 @@ export function emptyPartition(partition: number): PartitionState {
     payments: new Map(),
     quotes: new Map(),
     exchanges: new Map(),
+    beneficiaries: new Map(),
+    transfers: new Map(),
     idempotency: new Map(),
     ledger: emptyLedger(),
   };

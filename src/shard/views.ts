@@ -59,6 +59,7 @@ export function transactionView(t: Transaction): object {
       failure_code: h.failureCode,
     })),
     payment_id: t.paymentId,
+    transfer_id: t.transferId,
     created_at: iso(t.createdAtMs),
     updated_at: iso(t.updatedAtMs),
   };

@@ -9,6 +9,7 @@ import { ShardStore } from '../store/shard-store.ts';
 import { recoverShard } from '../store/recovery.ts';
 import { compressImage, encodePartition, snapshotRow } from '../store/snapshot.ts';
 import { execute } from './dispatch.ts';
+import { resumeEffects } from './handlers/resume.ts';
 import type { Effect, HandlerContext } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { PartitionState, StoredReply } from './state.ts';
@@ -116,20 +117,6 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
   return { partitions: partitions.length, lsn };
 }
 
-/** Re-issues the rail work that was in flight when the process stopped (it lives in state, not in timers). */
-function resumeEffects(): void {
-  for (const state of states.values()) {
-    for (const payment of state.payments.values()) {
-      if (payment.method === 'wallet' && payment.status === 'processing') {
-        runEffect({
-          afterMs: data.railLatencyMs,
-          cmd: { k: 'payment.settle', id: payment.id, source: 'rail', owner: payment.owner, nowMs: payment.updatedAtMs, partition: state.partition },
-        });
-      }
-    }
-  }
-}
-
 function indexMessage(): IndexMessage {
   const customers: IndexMessage['customers'] = [];
   const idempotencyScopes: IndexMessage['idempotencyScopes'] = [];
@@ -168,6 +155,6 @@ port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offse
   }
 });
 
-resumeEffects();
+for (const state of states.values()) for (const effect of resumeEffects(state, data.railLatencyMs)) runEffect(effect);
 post(indexMessage());
 if (data.snapshotIntervalMs > 0) setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref();

@@ -5,7 +5,7 @@
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import type { Customer, Exchange, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
+import type { Beneficiary, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
 import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -20,6 +20,8 @@ interface PartitionImage {
   payments: Payment[];
   quotes?: ExchangeQuote[];
   exchanges?: Exchange[];
+  beneficiaries?: Beneficiary[];
+  transfers?: Transfer[];
   idempotency: IdempotencyRecord[];
 }
 
@@ -34,6 +36,8 @@ export function encodePartition(state: PartitionState): string {
     payments: [...state.payments.values()],
     quotes: [...state.quotes.values()],
     exchanges: [...state.exchanges.values()],
+    beneficiaries: [...state.beneficiaries.values()],
+    transfers: [...state.transfers.values()],
     idempotency: [...state.idempotency.values()],
   };
   return JSON.stringify(image);
@@ -45,10 +49,13 @@ export function decodePartition(json: string): PartitionState {
   return {
     partition: image.partition,
     customers: new Map(image.customers.map((c) => [c.id, c])),
-    transactions: new Map(image.transactions.map((t) => [t.id, t])),
+    // Images written before transfers existed carry no transferId.
+    transactions: new Map(image.transactions.map((t) => [t.id, { ...t, transferId: t.transferId ?? null }])),
     payments: new Map(image.payments.map((p) => [p.id, p])),
     quotes: new Map((image.quotes ?? []).map((q) => [q.id, q])),
     exchanges: new Map((image.exchanges ?? []).map((e) => [e.id, e])),
+    beneficiaries: new Map((image.beneficiaries ?? []).map((b) => [b.id, b])),
+    transfers: new Map((image.transfers ?? []).map((t) => [t.id, t])),
     idempotency: new Map(image.idempotency.map((r) => [r.scope, r])),
     ledger: {
       accounts: new Map(image.accounts.map((a) => [a.id, a])),

@@ -27,7 +27,7 @@ export function quoteView(q: ExchangeQuote): object {
     mid_rate: q.midRate,
     spread_bps: q.spreadBps,
     expires_at: iso(q.expiresAtMs),
-    exchange_id: q.exchangeId,
+    used_by: q.usedBy,
     created_at: iso(q.createdAtMs),
   };
 }
@@ -76,7 +76,7 @@ export function createQuote(ctx: HandlerContext, cmd: Command & { k: 'fx.quote' 
     midRate: formatRate(midRate(b.fromCurrency, b.toCurrency)),
     spreadBps: Number(SPREAD_BPS),
     expiresAtMs: ctx.nowMs + QUOTE_TTL_MS,
-    exchangeId: null,
+    usedBy: null,
     createdAtMs: ctx.nowMs,
   };
   return { events: [{ t: 'quote.created', quote }], reply: (state) => okReply(201, quoteView(state.quotes.get(quote.id)!)) };
@@ -86,7 +86,7 @@ export function executeExchange(ctx: HandlerContext, cmd: Command & { k: 'fx.exe
   const quote = ctx.state.quotes.get(cmd.quoteId);
   const denied = accessRejection(cmd, quote, 'exchange quote');
   if (denied !== null || quote === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such exchange quote.'));
-  if (quote.exchangeId !== null) return rejected(reject('CONFLICT', 'This quote has already been executed; request a new quote.'));
+  if (quote.usedBy !== null) return rejected(reject('CONFLICT', 'This quote has already been executed; request a new quote.'));
   if (ctx.nowMs >= quote.expiresAtMs) return rejected(reject('CONFLICT', `The quote expired at ${iso(quote.expiresAtMs)}; request a new quote.`));
   const customer = ctx.state.customers.get(quote.customerId)!;
   const fromWalletId = customer.wallets[quote.fromCurrency];

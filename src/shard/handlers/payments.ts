@@ -156,7 +156,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const effects: Effect[] = [];
   if (method === 'wallet') {
     events.push(...holdEvents(ctx, payment, txn));
-    effects.push(railSettle(ctx, cmd, payment.id));
+    effects.push(railSettle(ctx, cmd, payment.id, txn.attempt));
   }
   return { events, reply: (state) => okReply(201, paymentView(state.payments.get(paymentId)!)), effects };
 }
@@ -179,10 +179,11 @@ function holdEvents(ctx: HandlerContext, payment: Payment, txn: Transaction): Wa
   return [{ t: 'ledger', ops: [op], atMs: ctx.nowMs }, moved, paymentMoved];
 }
 
-function railSettle(ctx: HandlerContext, cmd: Command, paymentId: string): Effect {
+/** The rail's answer for this attempt: a late answer for an earlier attempt is then refused, not applied. */
+function railSettle(ctx: HandlerContext, cmd: Command, paymentId: string, attempt: number): Effect {
   return {
     afterMs: ctx.railLatencyMs,
-    cmd: { k: 'payment.settle', id: paymentId, source: 'rail', owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition },
+    cmd: { k: 'payment.settle', id: paymentId, source: 'rail', attempt, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition },
   };
 }
 
@@ -213,13 +214,16 @@ export function submitPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     return { events: events ?? [], reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
   }
   const events = holdEvents(ctx, payment, txn);
-  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: [railSettle(ctx, cmd, payment.id)] };
+  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: [railSettle(ctx, cmd, payment.id, txn.attempt)] };
 }
 
 export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.settle' }): Outcome {
   const payment = paymentFor(ctx, cmd, cmd.id);
   if (isRejection(payment)) return rejected(payment);
   const txn = ctx.state.transactions.get(payment.transactionId)!;
+  if (cmd.attempt !== undefined && cmd.attempt !== txn.attempt) {
+    return rejected(reject('CONFLICT', `The rail answered attempt ${cmd.attempt}; the payment is on attempt ${txn.attempt}.`));
+  }
   // A wallet payment is a debit: it settles only by posting its hold. Without one (a retried payment
   // not yet re-submitted) the collection branch below would credit the wallet instead.
   if (payment.method === 'wallet' && txn.holdStatus !== 'held') {

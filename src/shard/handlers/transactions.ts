@@ -10,6 +10,8 @@ import {
   type TransactionStatus,
 } from '../../../machines/transaction.machine.ts';
 import { paymentMachine, type PaymentEvent } from '../../../machines/payment.machine.ts';
+import { isRetryable } from '../../../machines/transaction.machine.ts';
+import { moveTransfer, retryTransferEvents } from './transfers.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import type { Failure, FailureStage, Payment, Transaction } from '../state.ts';
@@ -30,10 +32,11 @@ import {
 
 export function newTransaction(
   ctx: HandlerContext,
-  fields: Pick<Transaction, 'owner' | 'customerId' | 'type' | 'amountMinor' | 'feeMinor' | 'currency' | 'reference' | 'paymentId'>,
+  fields: Pick<Transaction, 'owner' | 'customerId' | 'type' | 'amountMinor' | 'feeMinor' | 'currency' | 'reference' | 'paymentId'> & { transferId?: string | null },
 ): Transaction {
   return {
     ...fields,
+    transferId: fields.transferId ?? null,
     id: ctx.mintId(),
     status: 'pending',
     failure: null,
@@ -101,6 +104,11 @@ export function failEvents(
     const paymentMoved = movePayment(payment, { type: kind, atMs: ctx.nowMs });
     if (paymentMoved !== null) events.push(paymentMoved);
   }
+  const transfer = txn.transferId === null ? undefined : ctx.state.transfers.get(txn.transferId);
+  if (transfer !== undefined) {
+    const transferMoved = moveTransfer(transfer, { type: kind, atMs: ctx.nowMs });
+    if (transferMoved !== null) events.push(transferMoved);
+  }
   return events;
 }
 
@@ -154,6 +162,11 @@ export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.
 export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.retry' }): Outcome {
   const txn = transactionFor(ctx, cmd, cmd.id);
   if (isRejection(txn)) return rejected(txn);
+  if (txn.transferId !== null && txn.status === 'failed' && isRetryable(txn.failure?.code ?? null)) {
+    const retried = retryTransferEvents(ctx, cmd, txn);
+    if (isRejection(retried)) return rejected(retried);
+    return { events: retried.events, reply: replyTxn(txn.id), effects: retried.effects };
+  }
   const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'none', holdId: null, attempt: txn.attempt + 1 });
   if (moved === null) {
     const why = txn.status !== 'failed' ? `is ${txn.status}, not failed` : `failed with ${txn.failure?.code ?? 'no code'}, which is final`;

@@ -1,0 +1,109 @@
+// Beneficiary and transfer endpoints. Main thread. A transfer from a customer with a PIN needs
+// X-Transaction-Authorization: the front end reads the PIN hash from the customer's shard and checks
+// it with scrypt off the event loop before the money-moving command is sent.
+// Invariant: no transfer command reaches a shard without the customer's PIN when one is set.
+import { reject } from '../errors.ts';
+import { isCurrencyCode } from '../catalogue/currencies.ts';
+import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
+import { Beneficiary, BeneficiaryCreate, Transfer, TransferCreate } from '../schemas/transfer.schema.ts';
+import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { verifyPin } from './customers.ts';
+
+/** 403 PIN_REQUIRED when the customer has a PIN and the request does not carry it (or the wrong one). */
+export async function pinCheck(deps: ApiDeps, ctx: RequestContext, customerId: string, partition: number): Promise<Reply | null> {
+  const secret = await command(deps, ctx, partition, { k: 'customer.secret', id: customerId });
+  if (secret.json === undefined) return secret;
+  const pinHash = (JSON.parse(secret.json) as { data: { pin_hash: string | null } }).data.pin_hash;
+  if (pinHash === null) return null;
+  if (ctx.transactionAuthorization === null) {
+    return errorOf(reject('PIN_REQUIRED', 'This customer requires a transaction PIN: resend with X-Transaction-Authorization.'));
+  }
+  if (!(await verifyPin(ctx.transactionAuthorization, pinHash))) return errorOf(reject('PIN_REQUIRED', 'The transaction PIN is not correct.'));
+  return null;
+}
+
+function byId(deps: ApiDeps, k: 'beneficiary.get' | 'transfer.get', what: string): RouteDef['handle'] {
+  return (ctx) => {
+    const id = ctx.params.id ?? '';
+    const partition = partitionOf(id, what);
+    if (isRejection(partition)) return errorOf(partition);
+    return command(deps, ctx, partition, { k, id });
+  };
+}
+
+export function transferRoutes(deps: ApiDeps): RouteDef[] {
+  return [
+    {
+      method: 'POST',
+      path: '/v1/beneficiaries',
+      summary: 'Create a beneficiary; the rail resolves and verifies the account name',
+      auth: 'key',
+      family: 'beneficiaries',
+      idempotent: true,
+      body: BeneficiaryCreate,
+      response: Beneficiary,
+      responseStatus: 201,
+      errors: ['VALIDATION', 'VERIFICATION_FAILED', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
+      handle: (ctx) => {
+        const body = ctx.body as BeneficiaryCreate;
+        if (!isCurrencyCode(body.currency)) return errorOf(reject('VALIDATION', `currency ${body.currency} is not an ISO 4217 code.`));
+        if (body.account_number === undefined) return errorOf(reject('VALIDATION', `account_number is required for ${body.type}.`));
+        if (body.type === 'bank_account' && body.bank_code === undefined) return errorOf(reject('VALIDATION', 'bank_code is required for bank_account.'));
+        const customerId = actingCustomer(ctx, body.customer_id);
+        if (isRejection(customerId)) return errorOf(customerId);
+        const partition = partitionOf(customerId, 'customer');
+        if (isRejection(partition)) return errorOf(partition);
+        return command(deps, ctx, partition, {
+          k: 'beneficiary.create',
+          body: { customerId, type: body.type, bankCode: body.bank_code ?? null, accountNumber: body.account_number, currency: body.currency, country: body.country ?? null },
+        }, { idempotent: true });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/beneficiaries/:id',
+      summary: 'Retrieve a beneficiary',
+      auth: 'key',
+      family: 'beneficiaries',
+      response: Beneficiary,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: byId(deps, 'beneficiary.get', 'beneficiary'),
+    },
+    {
+      method: 'POST',
+      path: '/v1/transfers',
+      summary: 'Send a payout: amount plus fee held now, settled by the payout rail',
+      auth: 'key',
+      family: 'transfers',
+      idempotent: true,
+      body: TransferCreate,
+      response: Transfer,
+      responseStatus: 201,
+      errors: ['VALIDATION', 'PIN_REQUIRED', 'COMPLIANCE_DENIED', 'LIMIT_EXCEEDED', 'INSUFFICIENT_FUNDS', 'FX_QUOTE_UNAVAILABLE', 'CONFLICT', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
+      handle: async (ctx) => {
+        const body = ctx.body as TransferCreate;
+        if (!isCurrencyCode(body.currency)) return errorOf(reject('VALIDATION', `currency ${body.currency} is not an ISO 4217 code.`));
+        const customerId = actingCustomer(ctx, body.customer_id);
+        if (isRejection(customerId)) return errorOf(customerId);
+        const partition = partitionOf(customerId, 'customer');
+        if (isRejection(partition)) return errorOf(partition);
+        const pin = await pinCheck(deps, ctx, customerId, partition);
+        if (pin !== null) return pin;
+        return command(deps, ctx, partition, {
+          k: 'transfer.create',
+          body: { customerId, beneficiaryId: body.beneficiary_id, amountMinor: body.amount_minor, currency: body.currency, narration: body.narration ?? null, quoteId: body.quote_id ?? null },
+        }, { idempotent: true });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/transfers/:id',
+      summary: 'Retrieve a transfer (failure and hold detail on its transaction)',
+      auth: 'key',
+      family: 'transfers',
+      response: Transfer,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: byId(deps, 'transfer.get', 'transfer'),
+    },
+  ];
+}

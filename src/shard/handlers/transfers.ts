@@ -1,0 +1,312 @@
+// Command handlers for beneficiaries and transfers (payouts): create with a two-phase hold of amount +
+// fee, submit to the sandbox payout rail, settle (post), fail (void), time out (unknown) and reconcile.
+// Runs inside shard workers; rail answers arrive as commands after the simulated latency.
+// Invariant: a pending or processing transfer has exactly amount + fee held; unknown is never resubmitted.
+import assert from 'node:assert/strict';
+import { reject, type Rejection } from '../../errors.ts';
+import { findCountry } from '../../catalogue/countries.ts';
+import { accountNumberValid, destinationName, payoutFeeMinor } from '../../catalogue/payouts.ts';
+import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
+import { nextStatus } from '../../../machines/step.ts';
+import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
+import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome, resolveAccountName } from '../../rails/sandbox-payout.ts';
+import type { WalEvent } from '../events.ts';
+import type { Command, CommandBody } from '../protocol.ts';
+import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
+import {
+  accessRejection,
+  customerFor,
+  isRejection,
+  limitRejection,
+  okReply,
+  rejected,
+  usageEvent,
+  type Effect,
+  type HandlerContext,
+  type Outcome,
+} from './common.ts';
+import { failEvents, moveTransaction, newTransaction } from './transactions.ts';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+/** How long after a timeout the rail is asked again (on top of the rail latency). */
+const REQUERY_AFTER_MS = 200;
+
+export function beneficiaryView(b: Beneficiary): object {
+  return {
+    id: b.id,
+    object: 'beneficiary',
+    customer_id: b.customerId,
+    type: b.type,
+    currency: b.currency,
+    country: b.country,
+    bank_code: b.bankCode,
+    bank_name: b.bankName,
+    account_number: b.accountNumber,
+    account_name: b.accountName,
+    verified: true,
+    created_at: iso(b.createdAtMs),
+  };
+}
+
+export function transferView(t: Transfer): object {
+  return {
+    id: t.id,
+    object: 'transfer',
+    transaction_id: t.transactionId,
+    status: t.status,
+    customer_id: t.customerId,
+    beneficiary_id: t.beneficiaryId,
+    amount_minor: t.amountMinor,
+    fee_minor: t.feeMinor,
+    currency: t.currency,
+    destination_amount_minor: t.destinationAmountMinor,
+    destination_currency: t.destinationCurrency,
+    quote_id: t.quoteId,
+    narration: t.narration,
+    provider_reference: t.providerReference,
+    created_at: iso(t.createdAtMs),
+    updated_at: iso(t.updatedAtMs),
+  };
+}
+
+export function customerSecret(ctx: HandlerContext, cmd: Command & { k: 'customer.secret' }): Outcome {
+  const customer = customerFor(ctx, cmd, cmd.id);
+  if (isRejection(customer)) return rejected(customer);
+  return { events: [], reply: () => okReply(200, { pin_hash: customer.pinHash }) };
+}
+
+export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.create' }): Outcome {
+  const b = cmd.body;
+  const customer = customerFor(ctx, cmd, b.customerId);
+  if (isRejection(customer)) return rejected(customer);
+  const country = b.country ?? customer.countryCode;
+  if (findCountry(country)?.payments_enabled !== true) return rejected(reject('VALIDATION', `Payouts to ${country} are not offered.`));
+  let bankName: string | null = null;
+  if (b.type === 'wallet') {
+    return rejected(reject('VALIDATION', 'Wallet beneficiaries (transfers between customers) are not offered yet.'));
+  }
+  if (b.bankCode === null) return rejected(reject('VALIDATION', `bank_code is required for ${b.type}.`));
+  bankName = destinationName(b.type, country, b.bankCode) ?? null;
+  if (bankName === null) return rejected(reject('VALIDATION', `bank_code ${b.bankCode} is not a ${b.type === 'bank_account' ? 'bank' : 'mobile-money operator'} in ${country}.`));
+  if (b.type === 'bank_account' && !accountNumberValid(country, b.accountNumber)) {
+    return rejected(reject('VALIDATION', `account_number is not a valid ${country} account number.`));
+  }
+  if (b.type === 'mobile_money' && !/^\+[1-9][0-9]{7,14}$/.test(b.accountNumber)) {
+    return rejected(reject('VALIDATION', 'account_number of a mobile_money beneficiary is the E.164 phone number.'));
+  }
+  const resolved = resolveAccountName(b.accountNumber.replace(/^\+/, ''));
+  if (!resolved.ok) return rejected(reject('VERIFICATION_FAILED', resolved.reason));
+  const beneficiary: Beneficiary = {
+    id: ctx.mintId(),
+    owner: cmd.owner,
+    customerId: customer.id,
+    type: b.type,
+    currency: b.currency,
+    country,
+    bankCode: b.bankCode,
+    bankName,
+    accountNumber: b.accountNumber,
+    accountName: resolved.accountName,
+    createdAtMs: ctx.nowMs,
+  };
+  return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
+}
+
+export function getBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.get' }): Outcome {
+  const beneficiary = ctx.state.beneficiaries.get(cmd.id);
+  const denied = accessRejection(cmd, beneficiary, 'beneficiary');
+  if (denied !== null || beneficiary === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such beneficiary.'));
+  return { events: [], reply: () => okReply(200, beneficiaryView(beneficiary)) };
+}
+
+export function moveTransfer(transfer: Transfer, event: TransferEvent, providerReference?: string): WalEvent | null {
+  const status = nextStatus(transferMachine, transfer.status, {}, event);
+  if (status === null) return null;
+  return { t: 'transfer.moved', id: transfer.id, status: status as TransferStatus, atMs: event.atMs, ...(providerReference === undefined ? {} : { providerReference }) };
+}
+
+function holdOp(ctx: HandlerContext, txnId: string, transfer: Pick<Transfer, 'amountMinor' | 'feeMinor' | 'currency'>, walletId: string): LedgerOp {
+  return {
+    op: 'hold',
+    id: ctx.mintId(),
+    txn: txnId,
+    dr: walletId,
+    cr: systemAccountId('payouts_in_transit', transfer.currency),
+    amt: transfer.amountMinor + transfer.feeMinor,
+    cur: transfer.currency,
+  };
+}
+
+/** A command this shard sends itself after `delayMs` (a rail's answer, a requery). */
+function after(ctx: HandlerContext, cmd: Command, body: CommandBody, delayMs: number): Effect {
+  return { afterMs: delayMs, cmd: { ...body, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } };
+}
+
+function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.create' }): Rejection | { beneficiary: Beneficiary; fee: number; destinationAmountMinor: number; destinationCurrency: string } {
+  const b = cmd.body;
+  const beneficiary = ctx.state.beneficiaries.get(b.beneficiaryId);
+  if (beneficiary === undefined || beneficiary.owner !== cmd.owner || beneficiary.customerId !== b.customerId) {
+    return reject('VALIDATION', 'beneficiary_id does not name a verified beneficiary of this customer.');
+  }
+  if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
+  const fee = payoutFeeMinor(beneficiary.type, b.currency, b.amountMinor);
+  if (fee === undefined) return reject('VALIDATION', `${beneficiary.type} payouts in ${b.currency} are not offered.`);
+  if (beneficiary.currency === b.currency) {
+    if (b.quoteId !== null) return reject('VALIDATION', 'quote_id is only for cross-border transfers.');
+    return { beneficiary, fee, destinationAmountMinor: b.amountMinor, destinationCurrency: b.currency };
+  }
+  if (b.quoteId === null) return reject('FX_QUOTE_UNAVAILABLE', `The beneficiary is paid in ${beneficiary.currency}: send a live quote_id for ${b.currency} → ${beneficiary.currency}.`);
+  const quote = ctx.state.quotes.get(b.quoteId);
+  if (quote === undefined || quote.owner !== cmd.owner || quote.customerId !== b.customerId) return reject('VALIDATION', 'quote_id does not name a quote of this customer.');
+  if (quote.usedBy !== null || ctx.nowMs >= quote.expiresAtMs) return reject('CONFLICT', 'The quote has expired or was used; request a new quote.');
+  if (quote.fromCurrency !== b.currency || quote.toCurrency !== beneficiary.currency || quote.fromAmountMinor !== b.amountMinor) {
+    return reject('VALIDATION', 'The quote does not match this transfer’s currencies and amount.');
+  }
+  return { beneficiary, fee, destinationAmountMinor: quote.toAmountMinor, destinationCurrency: quote.toCurrency };
+}
+
+export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.create' }): Outcome {
+  const b = cmd.body;
+  const customer = customerFor(ctx, cmd, b.customerId);
+  if (isRejection(customer)) return rejected(customer);
+  const checked = transferRejection(ctx, cmd);
+  if (isRejection(checked)) return rejected(checked);
+  const walletId = customer.wallets[b.currency];
+  const wallet = walletId === undefined ? undefined : walletOf(ctx.state, walletId);
+  if (wallet === undefined || !canDebit(wallet, b.amountMinor + checked.fee)) {
+    return rejected(reject('INSUFFICIENT_FUNDS', `The ${b.currency} wallet cannot cover ${b.amountMinor} plus the ${checked.fee} fee.`));
+  }
+  const over = limitRejection(customer, b.currency, b.amountMinor, ctx.nowMs);
+  if (over !== null) return rejected(over);
+  const transferId = ctx.mintId();
+  const txn = newTransaction(ctx, {
+    owner: cmd.owner,
+    customerId: customer.id,
+    type: 'transfer',
+    amountMinor: b.amountMinor,
+    feeMinor: checked.fee,
+    currency: b.currency,
+    reference: b.narration,
+    paymentId: null,
+    transferId,
+  });
+  const hold = holdOp(ctx, txn.id, { amountMinor: b.amountMinor, feeMinor: checked.fee, currency: b.currency }, wallet.id);
+  const held: Transaction = { ...txn, holdId: hold.id, holdStatus: 'held' };
+  const transfer: Transfer = {
+    id: transferId,
+    owner: cmd.owner,
+    customerId: customer.id,
+    beneficiaryId: checked.beneficiary.id,
+    transactionId: txn.id,
+    status: 'pending',
+    amountMinor: b.amountMinor,
+    feeMinor: checked.fee,
+    currency: b.currency,
+    narration: b.narration,
+    quoteId: b.quoteId,
+    destinationAmountMinor: checked.destinationAmountMinor,
+    destinationCurrency: checked.destinationCurrency,
+    providerReference: null,
+    createdAtMs: ctx.nowMs,
+    updatedAtMs: ctx.nowMs,
+  };
+  return {
+    events: [
+      { t: 'txn.created', txn: held },
+      { t: 'ledger', ops: [hold], atMs: ctx.nowMs },
+      { t: 'transfer.created', transfer },
+      usageEvent(customer, b.currency, b.amountMinor, ctx.nowMs),
+    ],
+    reply: (state) => okReply(201, transferView(state.transfers.get(transferId)!)),
+    effects: [after(ctx, cmd, { k: 'transfer.submit', id: transferId }, ctx.railLatencyMs)],
+  };
+}
+
+export function getTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.get' }): Outcome {
+  const transfer = ctx.state.transfers.get(cmd.id);
+  const denied = accessRejection(cmd, transfer, 'transfer');
+  if (denied !== null || transfer === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such transfer.'));
+  return { events: [], reply: () => okReply(200, transferView(transfer)) };
+}
+
+function internal(ctx: HandlerContext, id: string): { transfer: Transfer; txn: Transaction } | null {
+  const transfer = ctx.state.transfers.get(id);
+  if (transfer === undefined) return null;
+  return { transfer, txn: ctx.state.transactions.get(transfer.transactionId)! };
+}
+
+const ignored = (why: string): Outcome => rejected(reject('CONFLICT', why));
+
+/** Submits a pending transfer to the payout rail; the rail's answer comes back as `transfer.rail`. */
+export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.submit' }): Outcome {
+  const found = internal(ctx, cmd.id);
+  if (found === null || found.transfer.status !== 'pending') return ignored('transfer is not pending');
+  const { transfer, txn } = found;
+  const reference = `PAYOUT-${transfer.id.slice(-12)}-${txn.attempt}`;
+  const events = [moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }), moveTransfer(transfer, { type: 'submit', atMs: ctx.nowMs }, reference)];
+  assert(events[0] !== null && events[1] !== null, 'transfers: a pending transfer accepts submit');
+  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
+  return {
+    events: events as WalEvent[],
+    reply: () => okReply(200, {}),
+    effects: [after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs)],
+  };
+}
+
+function settleEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction, viaReconcile: boolean): WalEvent[] {
+  assert(txn.holdId !== null, 'transfers: a processing transfer has a hold');
+  const ops: LedgerOp[] = [{ op: 'commit', id: txn.holdId }];
+  if (transfer.feeMinor > 0) {
+    ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: systemAccountId('payouts_in_transit', transfer.currency), cr: systemAccountId('fees', transfer.currency), amt: transfer.feeMinor, cur: transfer.currency });
+  }
+  const event = viaReconcile ? ({ type: 'reconcile', atMs: ctx.nowMs, outcome: 'completed' } as const) : ({ type: 'settle', atMs: ctx.nowMs } as const);
+  const moved = moveTransaction(txn, event, { holdStatus: 'posted' });
+  const transferMoved = moveTransfer(transfer, event);
+  assert(moved !== null && transferMoved !== null, 'transfers: settle must be accepted');
+  return [{ t: 'ledger', ops, atMs: ctx.nowMs }, moved, transferMoved];
+}
+
+/** The payout rail's answer: completed posts the hold, failed voids it, timeout leaves it held (unknown). */
+export function railAnswer(ctx: HandlerContext, cmd: Command & { k: 'transfer.rail' }): Outcome {
+  const found = internal(ctx, cmd.id);
+  if (found === null || found.transfer.status !== 'processing') return ignored('transfer is not awaiting the rail');
+  const { transfer, txn } = found;
+  const reply = (): ReturnType<typeof okReply> => okReply(200, {});
+  if (cmd.outcome === 'completed') return { events: settleEvents(ctx, transfer, txn, false), reply };
+  if (cmd.outcome === 'failed') {
+    const events = failEvents(ctx, txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The payout rail rejected the transfer.' }, 'fail');
+    assert(events !== null, 'transfers: a processing transaction accepts fail');
+    return { events, reply };
+  }
+  const moved = moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs });
+  const transferMoved = moveTransfer(transfer, { type: 'timeout', atMs: ctx.nowMs });
+  assert(moved !== null && transferMoved !== null, 'transfers: processing accepts timeout');
+  return { events: [moved, transferMoved], reply, effects: [after(ctx, cmd, { k: 'transfer.reconcile', id: transfer.id }, ctx.railLatencyMs + REQUERY_AFTER_MS)] };
+}
+
+/** Reconciliation of an unknown transfer: requery the rail; never resubmit. */
+export function reconcileTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.reconcile' }): Outcome {
+  const found = internal(ctx, cmd.id);
+  if (found === null || found.transfer.status !== 'unknown') return ignored('transfer is not unknown');
+  const outcome = requeryOutcome();
+  assert(outcome === 'completed');
+  return { events: settleEvents(ctx, found.transfer, found.txn, true), reply: () => okReply(200, {}) };
+}
+
+/** Retry of a failed transfer: the funds are held again at once (pending means held), then resubmitted. */
+export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
+  const transfer = ctx.state.transfers.get(txn.transferId!)!;
+  const customer = ctx.state.customers.get(transfer.customerId)!;
+  const wallet = walletOf(ctx.state, customer.wallets[transfer.currency] ?? '');
+  if (wallet === undefined || !canDebit(wallet, transfer.amountMinor + transfer.feeMinor)) {
+    return reject('INSUFFICIENT_FUNDS', `The ${transfer.currency} wallet cannot cover the retried transfer and its fee.`);
+  }
+  const hold = holdOp(ctx, txn.id, transfer, wallet.id);
+  const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'held', holdId: hold.id, attempt: txn.attempt + 1 });
+  const transferMoved = moveTransfer(transfer, { type: 'retry', atMs: ctx.nowMs });
+  if (moved === null || transferMoved === null) return reject('CONFLICT', 'Transfer cannot be retried from its status.');
+  return {
+    events: [{ t: 'ledger', ops: [hold], atMs: ctx.nowMs }, moved, transferMoved, usageEvent(customer, transfer.currency, transfer.amountMinor, ctx.nowMs)],
+    effects: [after(ctx, cmd, { k: 'transfer.submit', id: transfer.id }, ctx.railLatencyMs)],
+  };
+}
