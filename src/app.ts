@@ -22,6 +22,7 @@ import { transactionRoutes } from './api/transactions.ts';
 import { paymentRoutes } from './api/payments.ts';
 import { exchangeRoutes } from './api/exchange.ts';
 import { transferRoutes } from './api/transfers.ts';
+import { checkoutRoutes } from './api/checkout.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
 import { buildOpenApi, openApiRoute } from './api/openapi.ts';
 
@@ -108,6 +109,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     ...paymentRoutes(deps),
     ...exchangeRoutes(deps),
     ...transferRoutes(deps),
+    ...checkoutRoutes(deps),
     ...testHelperRoutes(deps),
   ]);
   let openApiJson = '';
@@ -123,6 +125,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     log,
   });
   const port = await server.listen(config.host, config.port);
+  pool.setPublicUrl(config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`);
   return {
     port,
     createdKey,

@@ -11,6 +11,8 @@ export const PARTITIONS = 64;
 const ConfigSchema = Type.Object({
   port: Type.Integer({ minimum: 0, maximum: 65535 }),
   host: Type.String({ minLength: 1 }),
+  /** Where clients reach this server, for links it hands out (hosted checkout); '' = http://HOST:PORT. */
+  publicUrl: Type.String(),
   dataDir: Type.String({ minLength: 1 }),
   shards: Type.Integer({ minimum: 1, maximum: PARTITIONS }),
   apiKeys: Type.Array(Type.String()),
@@ -39,6 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   const config: Config = {
     port: intFrom(env, 'PORT', 8080),
     host: env.HOST ?? '127.0.0.1',
+    publicUrl: env.KOBO_PUBLIC_URL ?? '',
     dataDir: path.resolve(env.KOBO_DATA_DIR ?? './data/state'),
     shards: intFrom(env, 'KOBO_SHARDS', Math.max(1, Math.min(os.availableParallelism(), PARTITIONS))),
     apiKeys: (env.KOBO_API_KEYS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0),

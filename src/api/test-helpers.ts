@@ -2,12 +2,10 @@
 // move the account's sandbox clock. Main thread. They drive the same commands a real rail would.
 // Invariant: a helper can only do what a rail callback could; it never edits balances directly.
 import Type from 'typebox';
-import { Compile } from 'typebox/compile';
 import type { RouteDef } from '../http/types.ts';
 import { ClockAdvance, Payment, PaymentFail } from '../schemas/transaction.schema.ts';
 import { command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
 
-const PaymentFailValidator = Compile(PaymentFail);
 const Clock = Type.Object({ now: Type.String(), offset_seconds: Type.Integer() });
 
 function clockReply(deps: ApiDeps, owner: string): { status: number; json: string } {
@@ -43,15 +41,11 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
       auth: 'key',
       family: 'test_helpers',
       sandboxOnly: true,
+      body: PaymentFail,
+      bodyOptional: true,
       response: Payment,
       errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
-      handle: (ctx) => {
-        if (ctx.body !== undefined) {
-          const check = PaymentFailValidator.Check(ctx.body);
-          if (!check) return errorOf({ code: 'VALIDATION', message: 'body may only carry failure_code (a string).' });
-        }
-        return outcome('fail')(ctx);
-      },
+      handle: outcome('fail'),
     },
     {
       method: 'POST',

@@ -1,7 +1,7 @@
 // The front end's index of idempotency keys: which partition holds each key's stored result, and
 // which keys have a request in flight. Main thread; rebuilt from the shards at start-up.
 // Invariant: two requests with one key never both execute; the second waits and gets the first's result.
-import type { StoredReply } from '../shard/state.ts';
+import { isStoredResult, type StoredReply } from '../shard/state.ts';
 
 export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 
@@ -33,8 +33,7 @@ export class IdempotencyIndex {
     this.inFlight.set(scope, new Promise<void>((resolve) => (done = resolve)));
     try {
       const reply = await execute(partition, false);
-      // 5xx replies are faults, not results: they are not stored, so a retry may run again.
-      if (reply.status < 500) this.partitionOf.set(scope, partition);
+      if (isStoredResult(reply.status)) this.partitionOf.set(scope, partition);
       return reply;
     } finally {
       this.inFlight.delete(scope);

@@ -146,9 +146,15 @@ export class HttpServer {
     let rate: RateDecision;
     const write = route.method !== 'GET';
     if (route.auth === 'key') {
-      if (incoming.authorization === '') return { reply: this.unauthenticated(reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')) };
-      const authenticated = this.deps.auth.authenticate(incoming.authorization, wallMs);
-      if ('code' in authenticated) return { reply: this.unauthenticated(authenticated) };
+      const authenticated = incoming.authorization === ''
+        ? reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')
+        : this.deps.auth.authenticate(incoming.authorization, wallMs);
+      if ('code' in authenticated) {
+        // Failed authentications count against the source IP, so guessing keys is rate-limited too.
+        const ipRate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
+        if (!ipRate.allowed) return { reply: this.errorReply(reject('RATE_LIMITED', `Rate limit exceeded; retry in ${ipRate.resetSeconds} s.`)), rate: ipRate };
+        return { reply: this.unauthenticated(authenticated), rate: ipRate };
+      }
       key = authenticated;
       rate = this.deps.rateLimiter.take(key.id, write, wallMs);
     } else {
@@ -208,9 +214,12 @@ export class HttpServer {
       }
     }
     if (route.bodyValidator !== undefined) {
-      if (body === undefined) return { reply: this.errorReply(reject('VALIDATION', 'A JSON body is required.')) };
-      const invalid = validate(route.bodyValidator, body, 'body');
-      if (invalid !== null) return { reply: this.errorReply(invalid) };
+      if (body === undefined) {
+        if (route.bodyOptional !== true) return { reply: this.errorReply(reject('VALIDATION', 'A JSON body is required.')) };
+      } else {
+        const invalid = validate(route.bodyValidator, body, 'body');
+        if (invalid !== null) return { reply: this.errorReply(invalid) };
+      }
     }
     const query = new URLSearchParams(incoming.query);
     if (route.queryValidator !== undefined) {
@@ -225,13 +234,15 @@ export class HttpServer {
     const body = reply.json ?? JSON.stringify({ error: { code: reply.error?.code ?? 'INTERNAL', message: reply.error?.message ?? '', request_id: incoming.requestId } });
     res.cork(() => {
       res.writeStatus(STATUS_LINE.get(reply.status) ?? `${reply.status} Unknown`);
-      res.writeHeader('Content-Type', 'application/json');
+      res.writeHeader('Content-Type', reply.headers?.['Content-Type'] ?? 'application/json');
       res.writeHeader('X-Request-Id', incoming.requestId);
       if (rate !== undefined) {
         res.writeHeader('X-RateLimit-Remaining', String(rate.remaining));
         res.writeHeader('X-RateLimit-Reset', String(rate.resetSeconds));
       }
-      if (reply.headers !== undefined) for (const [name, value] of Object.entries(reply.headers)) res.writeHeader(name, value);
+      if (reply.headers !== undefined) {
+        for (const [name, value] of Object.entries(reply.headers)) if (name !== 'Content-Type') res.writeHeader(name, value);
+      }
       res.end(body, close);
     });
     incoming.aborted = true; // the response is finished: uWS forbids touching it again

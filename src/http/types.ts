@@ -39,6 +39,8 @@ export interface RouteDef {
   idempotent?: boolean;
   sandboxOnly?: boolean;
   body?: TSchema;
+  /** The body may be left out entirely (validated against `body` when present). */
+  bodyOptional?: boolean;
   query?: TSchema;
   /** Response `data` schema, for the OpenAPI document. */
   response?: TSchema;

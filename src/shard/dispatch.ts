@@ -7,12 +7,12 @@ import { errorReply, rejected } from './handlers/common.ts';
 import { reject } from '../errors.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
-import type { PartitionState, StoredReply } from './state.ts';
+import { isStoredResult, type PartitionState, type StoredReply } from './state.ts';
 import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
 import { createBeneficiary, createTransfer, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, submitTransfer } from './handlers/transfers.ts';
-import { createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
+import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 function decide(ctx: HandlerContext, cmd: Command): Outcome {
   switch (cmd.k) {
@@ -30,6 +30,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'payment.settle': return settlePayment(ctx, cmd);
     case 'payment.fail': return failPayment(ctx, cmd);
     case 'payment.submit': return submitPayment(ctx, cmd);
+    case 'payment.checkout': return checkoutPayment(ctx, cmd);
     case 'fx.quote': return createQuote(ctx, cmd);
     case 'fx.execute': return executeExchange(ctx, cmd);
     case 'customer.secret': return customerSecret(ctx, cmd);
@@ -75,7 +76,7 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   for (const event of outcome.events) applyEvent(state, event);
   const reply = outcome.reply(state);
   const events = outcome.events;
-  if (cmd.idem !== undefined && reply.status < 500) {
+  if (cmd.idem !== undefined && isStoredResult(reply.status)) {
     const stored: WalEvent = { t: 'idem.stored', record: { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs } };
     applyEvent(state, stored);
     events.push(stored);

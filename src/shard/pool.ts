@@ -103,6 +103,11 @@ export class ShardPool {
     });
   }
 
+  /** Where clients reach the server (known once it listens): hosted checkout links are built on it. */
+  setPublicUrl(url: string): void {
+    for (const worker of this.workers) worker.postMessage({ type: 'public-url', url });
+  }
+
   broadcastClock(owner: string, offsetMs: number): void {
     for (const worker of this.workers) worker.postMessage({ type: 'clock', owner, offsetMs });
   }

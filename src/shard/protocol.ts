@@ -47,6 +47,7 @@ export type CommandBody =
   | { k: 'payment.settle'; id: string; source: 'test_helper' | 'rail'; /** the attempt a rail answers for */ attempt?: number }
   | { k: 'payment.fail'; id: string; code: string; source: 'test_helper' | 'rail' }
   | { k: 'payment.submit'; id: string }
+  | { k: 'payment.checkout'; id: string; token: string; action: 'view' | 'complete' | 'decline' }
   | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
   | { k: 'fx.execute'; quoteId: string }
   | { k: 'customer.secret'; id: string }

@@ -101,6 +101,10 @@ export interface Payment {
   reference: string | null;
   walletId: string;
   instructions: BankTransferInstructions | null;
+  /** card: the secret in the hosted checkout address; only that page may complete or decline. */
+  checkoutToken?: string;
+  /** mobile_money: the number the approval prompt was sent to. */
+  promptPhone?: string;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -180,6 +184,15 @@ export interface StoredReply {
   status: number;
   json?: string;
   error?: { code: string; message: string };
+}
+
+/**
+ * Which results an idempotency key keeps: everything the shard decided except malformed input (400)
+ * and faults (5xx), so a corrected or retried request may reuse the key. Shared by the shard (which
+ * stores) and the front end's index (which remembers where), so the two never disagree.
+ */
+export function isStoredResult(status: number): boolean {
+  return status !== 400 && status < 500;
 }
 
 export interface IdempotencyRecord extends StoredReply {

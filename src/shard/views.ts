@@ -65,7 +65,21 @@ export function transactionView(t: Transaction): object {
   };
 }
 
+/** The address clients reach this server at (set once the front end listens); checkout links use it. */
+let publicUrl = 'http://127.0.0.1:8080';
+export function setPublicUrl(url: string): void {
+  publicUrl = url.replace(/\/$/, '');
+}
+
+export function checkoutUrl(p: Payment): string {
+  return `${publicUrl}/v1/checkout/${p.id}?token=${p.checkoutToken ?? ''}`;
+}
+
 function providerView(p: Payment): object {
+  if (p.method === 'card') return { type: 'card', checkout_url: checkoutUrl(p) };
+  if (p.method === 'mobile_money') {
+    return { type: 'mobile_money', instructions: { phone: p.promptPhone ?? null, message: 'Approve the payment prompt sent to this phone.' } };
+  }
   if (p.instructions !== null) {
     const i = p.instructions;
     return {

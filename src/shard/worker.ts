@@ -14,6 +14,7 @@ import type { Effect, HandlerContext } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
+import { setPublicUrl } from './views.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -133,8 +134,11 @@ function indexMessage(): IndexMessage {
   };
 }
 
-port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offsetMs: number }) => {
+port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offsetMs: number } | { type: 'public-url'; url: string }) => {
   switch (message.type) {
+    case 'public-url':
+      setPublicUrl(message.url);
+      return;
     case 'command':
       enqueue({ n: message.n, cmd: message.cmd });
       return;

@@ -272,3 +272,15 @@ describe('Idempotency-Key: what is not stored', () => {
     assert.equal(created.status, 201, JSON.stringify(created.body));
   });
 });
+
+describe('Idempotency-Key: malformed input found by the shard', () => {
+  it('POST /v1/payments: amount below the method minimum → 400, not stored → the key works with a corrected body', async () => {
+    const k = idem('minimum');
+    const tooSmall = await api('POST', '/v1/payments', { idempotencyKey: k, body: { customer_id: customerId, amount_minor: 1, currency: 'NGN', method: 'bank_transfer' } });
+    expectError(tooSmall, 400, 'VALIDATION');
+    const corrected = await api('POST', '/v1/payments', { idempotencyKey: k, body: { customer_id: customerId, amount_minor: 50_000, currency: 'NGN', method: 'bank_transfer' } });
+    assert.equal(corrected.status, 201, JSON.stringify(corrected.body));
+    const replay = await api('POST', '/v1/payments', { idempotencyKey: k, body: { customer_id: customerId, amount_minor: 50_000, currency: 'NGN', method: 'bank_transfer' } });
+    assert.deepEqual(replay.body, corrected.body);
+  });
+});

@@ -58,9 +58,9 @@ function assertLimited(res: LimitedResponse): void {
 }
 
 /** GET from a chosen local address, so the server sees another source IP. */
-function getFrom(localAddress: string, urlPath: string): Promise<LimitedResponse> {
+function getFrom(localAddress: string, urlPath: string, headers: Record<string, string> = {}): Promise<LimitedResponse> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: server.port, path: urlPath, method: 'GET', localAddress, agent: false }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port: server.port, path: urlPath, method: 'GET', localAddress, agent: false, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
@@ -210,5 +210,25 @@ describe('RateLimiter: bound on remembered windows', () => {
     assert.equal(limiter.take('c', false, T0 + 62_000).allowed, true);
     assert.equal(limiter.size, 2);
     assert.equal(limiter.take('a', false, T0 + 62_001).allowed, false, 'a, renewed last, is still limited');
+  });
+});
+
+describe('failed authentication', () => {
+  it('unknown keys from one IP → 401 with X-RateLimit headers, then 429 once the IP budget is spent', async (t) => {
+    const statuses: number[] = [];
+    let last: LimitedResponse | undefined;
+    for (let i = 0; i < READ_PER_MIN + 2; i += 1) {
+      try {
+        // A source address no other test uses, so this IP's budget starts full.
+        last = await getFrom('127.0.0.7', '/v1/customers/01ARZ3NDEKTSV4RRFFQ69G5FAV', { authorization: `Bearer ${secretKey()}` });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') return t.skip('127.0.0.7 is not a local address here');
+        throw error;
+      }
+      statuses.push(last.status);
+      assert.notEqual(last.remaining, null, 'a 401 carries X-RateLimit-Remaining');
+    }
+    assert.deepEqual(statuses, [...Array(READ_PER_MIN).fill(401), 429, 429]);
+    assertLimited(last!);
   });
 });

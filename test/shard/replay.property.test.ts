@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { execute, type Executed } from '../../src/shard/dispatch.ts';
 import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
-import { emptyPartition, walletOf, type PartitionState } from '../../src/shard/state.ts';
+import { emptyPartition, isStoredResult, walletOf, type PartitionState } from '../../src/shard/state.ts';
 import type { Effect, HandlerContext } from '../../src/shard/handlers/common.ts';
 import type { Command, CommandBody } from '../../src/shard/protocol.ts';
 import { decodePartition, encodePartition } from '../../src/store/snapshot.ts';
@@ -255,7 +255,7 @@ function perform(h: Harness, step: Step, index: number, idemSeen: Map<string, { 
   const seen = idemSeen.get(scope);
   const executed = h.run(body, { scope, fingerprint });
   if (seen === undefined) {
-    if (executed.reply.status < 500) idemSeen.set(scope, { fingerprint, reply: executed.reply });
+    if (isStoredResult(executed.reply.status)) idemSeen.set(scope, { fingerprint, reply: executed.reply });
     return;
   }
   assert.equal(executed.events.length, 0, 'a replayed key emits no events');

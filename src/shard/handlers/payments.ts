@@ -3,7 +3,7 @@
 // or the sandbox helpers); wallet holds the amount at once and the rail posts or voids the hold.
 // Invariant: settlement credits the wallet net of fee and the fee account with the fee, both from clearing.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry, methodRules, type MethodRule } from '../../catalogue/countries.ts';
 import { collectionFeeMinor } from '../../catalogue/limits.ts';
@@ -85,9 +85,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const notSelectable = methodRejection(customer, body.method, body.amountMinor);
   if (notSelectable !== null) return rejected(notSelectable);
   const method = body.method as PaymentMethod;
-  if (method !== 'wallet' && method !== 'bank_transfer') {
-    return rejected(reject('METHOD_NOT_SELECTABLE', `Method ${method} has no sandbox rail in this release.`));
-  }
+  if (method === 'virtual_account') return rejected(reject('METHOD_NOT_SELECTABLE', 'virtual_account is a funding instrument, not a checkout method.'));
   const events: WalEvent[] = [];
   const existingWalletId = customer.wallets[body.currency];
   let walletId: string;
@@ -149,6 +147,8 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
             expiresAtMs: ctx.nowMs + INSTRUCTIONS_TTL_MS,
           }
         : null,
+    ...(method === 'card' ? { checkoutToken: randomBytes(16).toString('hex') } : {}),
+    ...(method === 'mobile_money' ? { promptPhone: customer.phone } : {}),
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
   };
@@ -266,4 +266,28 @@ export function failPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.fa
     return rejected(reject('CONFLICT', `Payment is ${payment.status}; only a pending or processing payment can fail.`));
   }
   return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+}
+
+/**
+ * The hosted card checkout page's actions. The page is public: the token in its address (minted with
+ * the payment, kept in the WAL) is what authorises it, so the owner check uses the payment's own owner.
+ */
+export function checkoutPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.checkout' }): Outcome {
+  const payment = ctx.state.payments.get(cmd.id);
+  const token = payment?.checkoutToken;
+  if (payment === undefined || token === undefined || !tokensEqual(token, cmd.token)) return rejected(reject('NOT_FOUND', 'No such checkout.'));
+  const asOwner = { owner: payment.owner, nowMs: cmd.nowMs, partition: cmd.partition, customerScope: null };
+  if (cmd.action === 'complete') return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail' });
+  if (cmd.action === 'decline') return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });
+  const customer = ctx.state.customers.get(payment.customerId);
+  return {
+    events: [],
+    reply: () => okReply(200, { id: payment.id, status: payment.status, amount_minor: payment.amountMinor, currency: payment.currency, customer_name: customer?.name ?? '', reference: payment.reference }),
+  };
+}
+
+function tokensEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
