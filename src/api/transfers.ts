@@ -22,6 +22,20 @@ export async function pinCheck(deps: ApiDeps, ctx: RequestContext, customerId: s
   return null;
 }
 
+/**
+ * A wallet beneficiary names another customer's wallet (its id as account_number). Its holder is looked
+ * up in the wallet's own partition; an unknown wallet, another account's or another currency's → null
+ * (the shard then answers VERIFICATION_FAILED, stored like any result).
+ */
+async function resolveWalletHolder(deps: ApiDeps, ctx: RequestContext, walletId: string, currency: string): Promise<string | null | Reply> {
+  const partition = partitionOf(walletId, 'wallet');
+  if (isRejection(partition)) return partition.code === 'VALIDATION' ? errorOf(reject('VALIDATION', 'account_number of a wallet beneficiary is the wallet id.')) : null;
+  const reply = await deps.pool.send({ k: 'wallet.resolve', id: walletId, owner: ctx.owner, nowMs: ctx.nowMs, partition, customerScope: null });
+  if (reply.json === undefined) return reply.status >= 500 ? reply : null;
+  const data = (JSON.parse(reply.json) as { data: { currency: string; name: string } }).data;
+  return data.currency === currency ? data.name : null;
+}
+
 function byId(deps: ApiDeps, k: 'beneficiary.get' | 'transfer.get', what: string): RouteDef['handle'] {
   return (ctx) => {
     const id = ctx.params.id ?? '';
@@ -44,7 +58,7 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
       response: Beneficiary,
       responseStatus: 201,
       errors: ['VALIDATION', 'VERIFICATION_FAILED', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
-      handle: (ctx) => {
+      handle: async (ctx) => {
         const body = ctx.body as BeneficiaryCreate;
         if (!isCurrencyCode(body.currency)) return errorOf(reject('VALIDATION', `currency ${body.currency} is not an ISO 4217 code.`));
         if (body.account_number === undefined) return errorOf(reject('VALIDATION', `account_number is required for ${body.type}.`));
@@ -53,9 +67,11 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
         if (isRejection(customerId)) return errorOf(customerId);
         const partition = partitionOf(customerId, 'customer');
         if (isRejection(partition)) return errorOf(partition);
+        const resolvedName = body.type === 'wallet' ? await resolveWalletHolder(deps, ctx, body.account_number, body.currency) : null;
+        if (resolvedName !== null && typeof resolvedName !== 'string') return resolvedName;
         return command(deps, ctx, partition, {
           k: 'beneficiary.create',
-          body: { customerId, type: body.type, bankCode: body.bank_code ?? null, accountNumber: body.account_number, currency: body.currency, country: body.country ?? null },
+          body: { customerId, type: body.type, bankCode: body.bank_code ?? null, accountNumber: body.account_number, currency: body.currency, country: body.country ?? null, resolvedName },
         }, { idempotent: true });
       },
     },

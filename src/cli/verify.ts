@@ -53,10 +53,48 @@ function checkTransactions(state: PartitionState, violations: string[]): void {
   }
 }
 
+/**
+ * Wallet transfers between partitions cross two partition_clearing accounts. Summed over the data dir,
+ * clearing nets to exactly the amounts still in flight (held at the sender, not yet credited).
+ */
+class ClearingCheck {
+  private readonly net = new Map<string, bigint>();
+  private readonly held = new Map<string, { amount: number; currency: string }>();
+  private readonly credited = new Set<string>();
+
+  add(state: PartitionState): void {
+    for (const account of state.ledger.accounts.values()) {
+      if (account.kind !== 'partition_clearing') continue;
+      const net = BigInt(account.creditsPosted + account.creditsPending - account.debitsPosted - account.debitsPending);
+      this.net.set(account.currency, (this.net.get(account.currency) ?? 0n) + net);
+    }
+    for (const transfer of state.transfers.values()) {
+      const txn = state.transactions.get(transfer.transactionId);
+      if (state.beneficiaries.get(transfer.beneficiaryId)?.type === 'wallet' && txn?.holdStatus === 'held') {
+        this.held.set(transfer.id, { amount: transfer.amountMinor + transfer.feeMinor, currency: transfer.currency });
+      }
+    }
+    for (const id of state.inboundCredits.keys()) this.credited.add(id);
+  }
+
+  violations(): string[] {
+    const inFlight = new Map<string, bigint>();
+    for (const [id, t] of this.held) if (!this.credited.has(id)) inFlight.set(t.currency, (inFlight.get(t.currency) ?? 0n) + BigInt(t.amount));
+    const out: string[] = [];
+    for (const currency of new Set([...this.net.keys(), ...inFlight.keys()])) {
+      const net = this.net.get(currency) ?? 0n;
+      const expected = inFlight.get(currency) ?? 0n;
+      if (net !== expected) out.push(`${currency}: partition clearing nets ${net}, but ${expected} is in flight between partitions`);
+    }
+    return out;
+  }
+}
+
 export function verifyDataDir(dataDir: string, progress: (message: string) => void = () => {}): VerifyReport {
   const layout = readLayout(dataDir);
   const violations: string[] = [];
   const totals = new Map<string, CurrencyTotals>();
+  const clearing = new ClearingCheck();
   const report: VerifyReport = { shards: layout.shards, walRecords: 0, snapshots: 0, customers: 0, wallets: 0, transactions: 0, currencies: {}, violations };
   for (let shard = 0; shard < layout.shards; shard += 1) {
     const file = path.join(dataDir, shardFile(shard));
@@ -82,6 +120,7 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
       }
       for (const state of recovered.states.values()) {
         addTotals(totals, state.ledger);
+        clearing.add(state);
         for (const v of ledgerViolations(state.ledger)) violations.push(`partition ${state.partition}: ${v}`);
         checkTransactions(state, violations);
         report.customers += state.customers.size;
@@ -95,6 +134,7 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
       store.close();
     }
   }
+  violations.push(...clearing.violations());
   for (const [currency, t] of totals) {
     report.currencies[currency] = { debitsPosted: String(t.debitsPosted), creditsPosted: String(t.creditsPosted) };
     if (t.debitsPosted !== t.creditsPosted) violations.push(`${currency}: posted debits ${t.debitsPosted} != posted credits ${t.creditsPosted}`);

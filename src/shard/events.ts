@@ -8,6 +8,7 @@ import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type {
   Beneficiary,
+  InboundCredit,
   Transfer,
   Customer,
   Exchange,
@@ -45,6 +46,7 @@ export type WalEvent =
   | { t: 'quote.created'; quote: ExchangeQuote }
   | { t: 'beneficiary.created'; beneficiary: Beneficiary }
   | { t: 'transfer.created'; transfer: Transfer }
+  | { t: 'transfer.credited_in'; credit: InboundCredit }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
   | { t: 'idem.stored'; record: IdempotencyRecord };
@@ -157,6 +159,10 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       if (event.providerReference !== undefined) transfer.providerReference = event.providerReference;
       return;
     }
+    case 'transfer.credited_in':
+      assert(!state.inboundCredits.has(event.credit.transferId), 'apply: transfer credited twice');
+      state.inboundCredits.set(event.credit.transferId, { ...event.credit });
+      return;
     case 'idem.stored':
       assert(!state.idempotency.has(event.record.scope), 'apply: idempotency record exists');
       state.idempotency.set(event.record.scope, event.record);

@@ -84,6 +84,15 @@ export class ShardPool {
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);
+    } else if (message.type === 'forward') {
+      void this.send(message.cmd).then((reply) => {
+        const replyTo = message.replyTo;
+        if (replyTo === undefined) return;
+        const outcome = reply.status < 300 ? 'credited' : 'rejected';
+        // A 503 (queue full) is not an answer: the origin re-asks on its next recovery or retry.
+        if (reply.status >= 500) return;
+        setTimeout(() => void this.send({ ...replyTo.cmd, outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }), replyTo.delayMs).unref();
+      });
     } else if (message.type === 'fatal') {
       this.options.onFatal(`shard ${message.shard}: ${message.message}`);
     }

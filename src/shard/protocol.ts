@@ -51,7 +51,10 @@ export type CommandBody =
   | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
   | { k: 'fx.execute'; quoteId: string }
   | { k: 'customer.secret'; id: string }
-  | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null } }
+  | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null; /** wallet: the holder's name, resolved by the front end from the wallet's partition */ resolvedName: string | null } }
+  | { k: 'wallet.resolve'; id: string }
+  | { k: 'transfer.credit'; transferId: string; walletId: string; amountMinor: number; currency: string }
+  | { k: 'transfer.credited'; id: string; outcome: 'credited' | 'rejected' }
   | { k: 'beneficiary.get'; id: string }
   | { k: 'transfer.create'; body: { customerId: string; beneficiaryId: string; amountMinor: number; currency: string; narration: string | null; quoteId: string | null } }
   | { k: 'transfer.get'; id: string }
@@ -89,5 +92,16 @@ export interface FatalMessage {
   message: string;
 }
 
-export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+/**
+ * A command for another partition (possibly on another shard), sent through the front end. When
+ * `replyTo` is set, the target's answer goes back to the origin as that command, with `outcome` set,
+ * after `delayMs` (the simulated time a provider takes to confirm).
+ */
+export interface ForwardMessage {
+  type: 'forward';
+  cmd: Command;
+  replyTo?: { cmd: CommandBase & { k: 'transfer.credited'; id: string }; delayMs: number };
+}
+
+export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | ForwardMessage | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
 export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

@@ -145,6 +145,16 @@ export interface Transfer {
   updatedAtMs: number;
 }
 
+/** The receiving side of a wallet-to-wallet transfer, recorded once per transfer id (the dedupe key). */
+export interface InboundCredit {
+  transferId: string;
+  walletId: string;
+  transactionId: string;
+  amountMinor: number;
+  currency: string;
+  atMs: number;
+}
+
 export interface ExchangeQuote {
   id: string;
   owner: Owner;
@@ -210,6 +220,7 @@ export interface PartitionState {
   exchanges: Map<string, Exchange>;
   beneficiaries: Map<string, Beneficiary>;
   transfers: Map<string, Transfer>;
+  inboundCredits: Map<string, InboundCredit>;
   idempotency: Map<string, IdempotencyRecord>;
   ledger: LedgerState;
 }
@@ -224,6 +235,7 @@ export function emptyPartition(partition: number): PartitionState {
     exchanges: new Map(),
     beneficiaries: new Map(),
     transfers: new Map(),
+    inboundCredits: new Map(),
     idempotency: new Map(),
     ledger: emptyLedger(),
   };

@@ -54,6 +54,11 @@ function contextFor(cmd: Command): HandlerContext {
 }
 
 function runEffect(effect: Effect): void {
+  if (effect.replyTo !== undefined || !states.has(effect.cmd.partition)) {
+    // Another partition's work goes through the front end, which owns the routing (and the reply).
+    post({ type: 'forward', cmd: effect.cmd, ...(effect.replyTo === undefined ? {} : { replyTo: effect.replyTo }) });
+    return;
+  }
   setTimeout(() => {
     // A rail answers on the account's sandbox clock as it is when the answer arrives.
     const nowMs = Math.max(effect.cmd.nowMs, Date.now() + (clockOffsets.get(effect.cmd.owner) ?? 0));

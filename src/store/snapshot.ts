@@ -5,7 +5,7 @@
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import type { Beneficiary, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
+import type { Beneficiary, InboundCredit, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
 import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -22,6 +22,7 @@ interface PartitionImage {
   exchanges?: Exchange[];
   beneficiaries?: Beneficiary[];
   transfers?: Transfer[];
+  inboundCredits?: InboundCredit[];
   idempotency: IdempotencyRecord[];
 }
 
@@ -38,6 +39,7 @@ export function encodePartition(state: PartitionState): string {
     exchanges: [...state.exchanges.values()],
     beneficiaries: [...state.beneficiaries.values()],
     transfers: [...state.transfers.values()],
+    inboundCredits: [...state.inboundCredits.values()],
     idempotency: [...state.idempotency.values()],
   };
   return JSON.stringify(image);
@@ -56,6 +58,7 @@ export function decodePartition(json: string): PartitionState {
     exchanges: new Map((image.exchanges ?? []).map((e) => [e.id, e])),
     beneficiaries: new Map((image.beneficiaries ?? []).map((b) => [b.id, b])),
     transfers: new Map((image.transfers ?? []).map((t) => [t.id, t])),
+    inboundCredits: new Map((image.inboundCredits ?? []).map((c) => [c.transferId, c])),
     idempotency: new Map(image.idempotency.map((r) => [r.scope, r])),
     ledger: {
       accounts: new Map(image.accounts.map((a) => [a.id, a])),

@@ -4,7 +4,7 @@
 import { reject, statusOf, type Rejection } from '../../errors.ts';
 import { tierLimits } from '../../catalogue/limits.ts';
 import type { WalEvent } from '../events.ts';
-import type { Command } from '../protocol.ts';
+import type { Command, ForwardMessage } from '../protocol.ts';
 import type { Customer, Owner, PartitionState, StoredReply } from '../state.ts';
 
 export const DAY_MS = 86_400_000;
@@ -13,6 +13,8 @@ export const DAY_MS = 86_400_000;
 export interface Effect {
   afterMs: number;
   cmd: Command;
+  /** Set for a command to another partition whose answer must come back (see ForwardMessage). */
+  replyTo?: ForwardMessage['replyTo'];
 }
 
 export interface Outcome {

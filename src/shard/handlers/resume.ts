@@ -5,6 +5,7 @@
 import { payoutOutcome } from '../../rails/sandbox-payout.ts';
 import type { PartitionState } from '../state.ts';
 import type { Effect } from './common.ts';
+import { creditEffect } from './transfers.ts';
 
 export function resumeEffects(state: PartitionState, railLatencyMs: number): Effect[] {
   const effects: Effect[] = [];
@@ -24,6 +25,11 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
     if (transfer.status === 'pending') effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.submit', id: transfer.id, ...at } });
     else if (transfer.status === 'processing') {
       const beneficiary = state.beneficiaries.get(transfer.beneficiaryId);
+      if (beneficiary?.type === 'wallet') {
+        // Step two may or may not have happened before the stop: ask again; the credit is deduplicated.
+        effects.push(creditEffect({ state, nowMs: transfer.updatedAtMs, mintId: () => '', railLatencyMs }, at, transfer, beneficiary));
+        continue;
+      }
       const outcome = beneficiary === undefined ? 'timeout' : payoutOutcome(beneficiary.accountNumber);
       effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.rail', id: transfer.id, outcome, ...at } });
     } else if (transfer.status === 'unknown') effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.reconcile', id: transfer.id, ...at } });

@@ -7,6 +7,7 @@ import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { accountNumberValid, destinationName, payoutFeeMinor } from '../../catalogue/payouts.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
+import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
 import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome, resolveAccountName } from '../../rails/sandbox-payout.ts';
@@ -82,9 +83,7 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
   const country = b.country ?? customer.countryCode;
   if (findCountry(country)?.payments_enabled !== true) return rejected(reject('VALIDATION', `Payouts to ${country} are not offered.`));
   let bankName: string | null = null;
-  if (b.type === 'wallet') {
-    return rejected(reject('VALIDATION', 'Wallet beneficiaries (transfers between customers) are not offered yet.'));
-  }
+  if (b.type === 'wallet') return createWalletBeneficiary(ctx, cmd, customer.id, country);
   if (b.bankCode === null) return rejected(reject('VALIDATION', `bank_code is required for ${b.type}.`));
   bankName = destinationName(b.type, country, b.bankCode) ?? null;
   if (bankName === null) return rejected(reject('VALIDATION', `bank_code ${b.bankCode} is not a ${b.type === 'bank_account' ? 'bank' : 'mobile-money operator'} in ${country}.`));
@@ -112,6 +111,37 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
   return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
 }
 
+/** A wallet beneficiary is another customer's wallet of the same account; the front end resolved it. */
+function createWalletBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.create' }, customerId: string, country: string): Outcome {
+  const b = cmd.body;
+  if (b.resolvedName === null) return rejected(reject('VERIFICATION_FAILED', 'No wallet of this account has that id and currency.'));
+  if (ctx.state.customers.get(customerId)?.wallets[b.currency] === b.accountNumber) {
+    return rejected(reject('VALIDATION', 'A customer cannot add its own wallet as a beneficiary.'));
+  }
+  const beneficiary: Beneficiary = {
+    id: ctx.mintId(),
+    owner: cmd.owner,
+    customerId,
+    type: 'wallet',
+    currency: b.currency,
+    country,
+    bankCode: null,
+    bankName: null,
+    accountNumber: b.accountNumber,
+    accountName: b.resolvedName,
+    createdAtMs: ctx.nowMs,
+  };
+  return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
+}
+
+/** Answers the front end's lookup of a wallet (for a wallet beneficiary): holder name and currency. */
+export function resolveWallet(ctx: HandlerContext, cmd: Command & { k: 'wallet.resolve' }): Outcome {
+  const wallet = walletOf(ctx.state, cmd.id);
+  if (wallet === undefined || wallet.owner !== cmd.owner) return rejected(reject('NOT_FOUND', 'No such wallet.'));
+  const holder = ctx.state.customers.get(wallet.customerId);
+  return { events: [], reply: () => okReply(200, { wallet_id: wallet.id, customer_id: wallet.customerId, currency: wallet.currency, name: holder?.name ?? '' }) };
+}
+
 export function getBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.get' }): Outcome {
   const beneficiary = ctx.state.beneficiaries.get(cmd.id);
   const denied = accessRejection(cmd, beneficiary, 'beneficiary');
@@ -125,13 +155,18 @@ export function moveTransfer(transfer: Transfer, event: TransferEvent, providerR
   return { t: 'transfer.moved', id: transfer.id, status: status as TransferStatus, atMs: event.atMs, ...(providerReference === undefined ? {} : { providerReference }) };
 }
 
-function holdOp(ctx: HandlerContext, txnId: string, transfer: Pick<Transfer, 'amountMinor' | 'feeMinor' | 'currency'>, walletId: string): LedgerOp {
+/** Where a transfer's money waits: payouts in transit for a rail, partition clearing for another wallet. */
+function transitAccount(type: Beneficiary['type'], currency: string): string {
+  return systemAccountId(type === 'wallet' ? 'partition_clearing' : 'payouts_in_transit', currency);
+}
+
+function holdOp(ctx: HandlerContext, txnId: string, transfer: Pick<Transfer, 'amountMinor' | 'feeMinor' | 'currency'>, walletId: string, type: Beneficiary['type']): LedgerOp {
   return {
     op: 'hold',
     id: ctx.mintId(),
     txn: txnId,
     dr: walletId,
-    cr: systemAccountId('payouts_in_transit', transfer.currency),
+    cr: transitAccount(type, transfer.currency),
     amt: transfer.amountMinor + transfer.feeMinor,
     cur: transfer.currency,
   };
@@ -151,6 +186,9 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
   if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
   const fee = payoutFeeMinor(beneficiary.type, b.currency, b.amountMinor);
   if (fee === undefined) return reject('VALIDATION', `${beneficiary.type} payouts in ${b.currency} are not offered.`);
+  if (beneficiary.type === 'wallet' && (beneficiary.currency !== b.currency || b.quoteId !== null)) {
+    return reject('VALIDATION', 'A wallet transfer is in the wallet’s own currency, without a quote.');
+  }
   if (beneficiary.currency === b.currency) {
     if (b.quoteId !== null) return reject('VALIDATION', 'quote_id is only for cross-border transfers.');
     return { beneficiary, fee, destinationAmountMinor: b.amountMinor, destinationCurrency: b.currency };
@@ -190,7 +228,7 @@ export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
     paymentId: null,
     transferId,
   });
-  const hold = holdOp(ctx, txn.id, { amountMinor: b.amountMinor, feeMinor: checked.fee, currency: b.currency }, wallet.id);
+  const hold = holdOp(ctx, txn.id, { amountMinor: b.amountMinor, feeMinor: checked.fee, currency: b.currency }, wallet.id, checked.beneficiary.type);
   const held: Transaction = { ...txn, holdId: hold.id, holdStatus: 'held' };
   const transfer: Transfer = {
     id: transferId,
@@ -246,18 +284,73 @@ export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
   const events = [moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }), moveTransfer(transfer, { type: 'submit', atMs: ctx.nowMs }, reference)];
   assert(events[0] !== null && events[1] !== null, 'transfers: a pending transfer accepts submit');
   const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
+  const effect = beneficiary.type === 'wallet'
+    ? creditEffect(ctx, cmd, transfer, beneficiary)
+    : after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs);
+  return { events: events as WalEvent[], reply: () => okReply(200, {}), effects: [effect] };
+}
+
+/**
+ * Step two of a wallet transfer: credit the receiving wallet in its own partition (maybe another shard),
+ * through the front end. The answer comes back as `transfer.credited`; the hold here is posted or voided
+ * then. The credit is deduplicated by transfer id, so re-sending it after a crash never pays twice.
+ */
+export function creditEffect(ctx: HandlerContext, cmd: Pick<Command, 'owner' | 'partition'>, transfer: Transfer, beneficiary: Beneficiary): Effect {
+  const target = partitionOfId(beneficiary.accountNumber);
   return {
-    events: events as WalEvent[],
-    reply: () => okReply(200, {}),
-    effects: [after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs)],
+    afterMs: 0,
+    cmd: { k: 'transfer.credit', transferId: transfer.id, walletId: beneficiary.accountNumber, amountMinor: transfer.amountMinor, currency: transfer.currency, owner: cmd.owner, nowMs: ctx.nowMs, partition: target },
+    replyTo: { cmd: { k: 'transfer.credited', id: transfer.id, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition }, delayMs: ctx.railLatencyMs },
   };
+}
+
+/** The receiving partition's side: post partition clearing → wallet once per transfer id. */
+export function creditInbound(ctx: HandlerContext, cmd: Command & { k: 'transfer.credit' }): Outcome {
+  if (ctx.state.inboundCredits.has(cmd.transferId)) return { events: [], reply: () => okReply(200, { transfer_id: cmd.transferId, credited: true }) };
+  const wallet = walletOf(ctx.state, cmd.walletId);
+  if (wallet === undefined || wallet.owner !== cmd.owner || wallet.currency !== cmd.currency) {
+    return rejected(reject('NOT_FOUND', 'The receiving wallet does not exist in that currency.'));
+  }
+  const txn = newTransaction(ctx, {
+    owner: cmd.owner,
+    customerId: wallet.customerId,
+    type: 'transfer',
+    amountMinor: cmd.amountMinor,
+    feeMinor: 0,
+    currency: cmd.currency,
+    reference: `incoming ${cmd.transferId}`,
+    paymentId: null,
+  });
+  const settled = moveTransaction(txn, { type: 'settle', atMs: ctx.nowMs });
+  assert(settled !== null, 'transfers: a new transaction accepts settle');
+  const credit = { transferId: cmd.transferId, walletId: wallet.id, transactionId: txn.id, amountMinor: cmd.amountMinor, currency: cmd.currency, atMs: ctx.nowMs };
+  return {
+    events: [
+      { t: 'txn.created', txn },
+      { t: 'ledger', atMs: ctx.nowMs, ops: [{ op: 'post', id: ctx.mintId(), txn: txn.id, dr: systemAccountId('partition_clearing', cmd.currency), cr: wallet.id, amt: cmd.amountMinor, cur: cmd.currency }] },
+      settled,
+      { t: 'transfer.credited_in', credit },
+    ],
+    reply: () => okReply(200, { transfer_id: cmd.transferId, credited: true }),
+  };
+}
+
+/** The sending partition learns the credit's outcome: post the hold (completed) or void it (failed). */
+export function creditOutcome(ctx: HandlerContext, cmd: Command & { k: 'transfer.credited' }): Outcome {
+  const found = internal(ctx, cmd.id);
+  if (found === null || found.transfer.status !== 'processing') return ignored('transfer is not awaiting its credit');
+  const reply = (): ReturnType<typeof okReply> => okReply(200, {});
+  if (cmd.outcome === 'credited') return { events: settleEvents(ctx, found.transfer, found.txn, false), reply };
+  const events = failEvents(ctx, found.txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The receiving wallet could not be credited.' }, 'fail');
+  assert(events !== null, 'transfers: a processing transaction accepts fail');
+  return { events, reply };
 }
 
 function settleEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction, viaReconcile: boolean): WalEvent[] {
   assert(txn.holdId !== null, 'transfers: a processing transfer has a hold');
   const ops: LedgerOp[] = [{ op: 'commit', id: txn.holdId }];
   if (transfer.feeMinor > 0) {
-    ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: systemAccountId('payouts_in_transit', transfer.currency), cr: systemAccountId('fees', transfer.currency), amt: transfer.feeMinor, cur: transfer.currency });
+    ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: transitAccount(ctx.state.beneficiaries.get(transfer.beneficiaryId)?.type ?? 'bank_account', transfer.currency), cr: systemAccountId('fees', transfer.currency), amt: transfer.feeMinor, cur: transfer.currency });
   }
   const event = viaReconcile ? ({ type: 'reconcile', atMs: ctx.nowMs, outcome: 'completed' } as const) : ({ type: 'settle', atMs: ctx.nowMs } as const);
   const moved = moveTransaction(txn, event, { holdStatus: 'posted' });
@@ -301,7 +394,8 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
   if (wallet === undefined || !canDebit(wallet, transfer.amountMinor + transfer.feeMinor)) {
     return reject('INSUFFICIENT_FUNDS', `The ${transfer.currency} wallet cannot cover the retried transfer and its fee.`);
   }
-  const hold = holdOp(ctx, txn.id, transfer, wallet.id);
+  const beneficiaryType = ctx.state.beneficiaries.get(transfer.beneficiaryId)?.type ?? 'bank_account';
+  const hold = holdOp(ctx, txn.id, transfer, wallet.id, beneficiaryType);
   const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'held', holdId: hold.id, attempt: txn.attempt + 1 });
   const transferMoved = moveTransfer(transfer, { type: 'retry', atMs: ctx.nowMs });
   if (moved === null || transferMoved === null) return reject('CONFLICT', 'Transfer cannot be retried from its status.');
