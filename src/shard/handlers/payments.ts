@@ -3,7 +3,7 @@
 // or the sandbox helpers); wallet holds the amount at once and the rail posts or voids the hold.
 // Invariant: settlement credits the wallet net of fee and the fee account with the fee, both from clearing.
 import assert from 'node:assert/strict';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry, methodRules, type MethodRule } from '../../catalogue/countries.ts';
 import { collectionFeeMinor } from '../../catalogue/limits.ts';
@@ -147,7 +147,8 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
             expiresAtMs: ctx.nowMs + INSTRUCTIONS_TTL_MS,
           }
         : null,
-    ...(method === 'card' ? { checkoutToken: randomBytes(16).toString('hex') } : {}),
+    // Derived from a minted id (random in production, fixed in replay tests): handlers stay pure.
+    ...(method === 'card' ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
     ...(method === 'mobile_money' ? { promptPhone: customer.phone } : {}),
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
