@@ -23,6 +23,9 @@ import { paymentRoutes } from './api/payments.ts';
 import { exchangeRoutes } from './api/exchange.ts';
 import { transferRoutes } from './api/transfers.ts';
 import { checkoutRoutes } from './api/checkout.ts';
+import { webhookRoutes } from './api/webhooks.ts';
+import { WebhookStore } from './webhooks/store.ts';
+import { Dispatcher } from './webhooks/dispatcher.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
 import { buildOpenApi, openApiRoute } from './api/openapi.ts';
 
@@ -72,6 +75,9 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   const control = new ControlStore(config.dataDir);
   const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
   const clocks = new SandboxClocks(control);
+  const webhookStore = new WebhookStore(config.dataDir);
+  // Bound late: the dispatcher acknowledges through the pool, and the pool hands it the outbox.
+  let dispatcher: Dispatcher | undefined;
   const pool = new ShardPool({
     shards: config.shards,
     dataDir: config.dataDir,
@@ -81,14 +87,27 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     snapshotIntervalMs: config.snapshotIntervalMs,
     snapshotEveryRecords: config.snapshotEveryRecords,
     clockOffsets: clocks.entries(),
+    onOutbox: (events) => dispatcher?.ingest(events),
     onFatal: (message) => {
       // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
       log(`fatal: ${message}`);
       process.exit(70);
     },
   });
+  const nowMsOf = (owner: string): number => Date.now() + clocks.offsetOf(owner);
+  dispatcher = new Dispatcher({
+    store: webhookStore,
+    nowMsOf,
+    ack: (partition, ids) => pool.send({ k: 'outbox.ack', ids, owner: 'system:webhooks', nowMs: Date.now(), partition }),
+    timeoutMs: config.webhookTimeoutMs,
+    perEndpointMax: config.webhookPerEndpointMax,
+    disableAfter: config.webhookDisableAfter,
+    tickMs: config.webhookTickMs,
+    log,
+  });
   const started = Date.now();
   const reports = await pool.start();
+  dispatcher.start();
   const customers = new CustomerIndex();
   const idempotency = new IdempotencyIndex();
   let replayed = 0;
@@ -110,6 +129,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     ...exchangeRoutes(deps),
     ...transferRoutes(deps),
     ...checkoutRoutes(deps),
+    ...webhookRoutes({ store: webhookStore, dispatcher, clocks }),
     ...testHelperRoutes(deps),
   ]);
   let openApiJson = '';
@@ -131,7 +151,9 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     createdKey,
     stop: async () => {
       server.close();
+      await dispatcher?.stop();
       await pool.stop();
+      webhookStore.close();
       control.close();
       unlock();
     },

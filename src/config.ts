@@ -24,6 +24,10 @@ const ConfigSchema = Type.Object({
   shardQueueMax: Type.Integer({ minimum: 1 }),
   batchCommandsMax: Type.Integer({ minimum: 1 }),
   railLatencyMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
+  webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 60_000 }),
+  webhookPerEndpointMax: Type.Integer({ minimum: 1, maximum: 64 }),
+  webhookDisableAfter: Type.Integer({ minimum: 1, maximum: 10_000 }),
+  webhookTickMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
   logLevel: Type.Union([Type.Literal('silent'), Type.Literal('info'), Type.Literal('debug')]),
 });
 export type Config = Static<typeof ConfigSchema>;
@@ -53,6 +57,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     shardQueueMax: intFrom(env, 'KOBO_SHARD_QUEUE_MAX', 10_000),
     batchCommandsMax: intFrom(env, 'KOBO_BATCH_COMMANDS_MAX', 1_000),
     railLatencyMs: intFrom(env, 'KOBO_RAIL_LATENCY_MS', 20),
+    webhookTimeoutMs: intFrom(env, 'KOBO_WEBHOOK_TIMEOUT_MS', 10_000),
+    webhookPerEndpointMax: intFrom(env, 'KOBO_WEBHOOK_PER_ENDPOINT_MAX', 4),
+    webhookDisableAfter: intFrom(env, 'KOBO_WEBHOOK_DISABLE_AFTER', 20),
+    webhookTickMs: intFrom(env, 'KOBO_WEBHOOK_TICK_MS', 250),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
   };
   if (!checkConfig.Check(config)) {

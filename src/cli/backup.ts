@@ -11,6 +11,9 @@ import { compressImageSync, decodePartition, decompressImage, encodePartition, s
 import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
+import { WebhookStore } from '../webhooks/store.ts';
+
+const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
 
 export function serverPid(dataDir: string): number | null {
   const file = path.join(dataDir, 'server.pid');
@@ -71,6 +74,13 @@ export function takeSnapshot(dataDir: string, outFile: string, progress: (m: str
   } finally {
     control.close();
   }
+  const webhooksFile = path.join(dataDir, 'webhooks.db');
+  if (fs.existsSync(webhooksFile)) {
+    // Subscriptions (with secrets), events and delivery history travel with the backup.
+    backup.prepare('ATTACH DATABASE ? AS wh').run(webhooksFile);
+    for (const table of WEBHOOK_TABLES) backup.exec(`CREATE TABLE webhook_${table} AS SELECT * FROM wh.${table}`);
+    backup.exec('DETACH DATABASE wh');
+  }
   const meta = backup.prepare('INSERT INTO meta VALUES (?, ?)');
   meta.run('format', 'kobo-backup-1');
   meta.run('shards', String(layout.shards));
@@ -124,6 +134,14 @@ export function restoreBackup(dataDir: string, backupFile: string, progress: (m:
       control.prepare('INSERT INTO clocks VALUES (?, ?)').run(clock.owner, clock.offset_ms);
     }
     control.close();
+    const webhooks = new WebhookStore(dataDir);
+    webhooks.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
+    for (const table of WEBHOOK_TABLES) {
+      const present = webhooks.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE name = ?").get(`webhook_${table}`);
+      if (present !== undefined) webhooks.db.exec(`INSERT INTO ${table} SELECT * FROM bk.webhook_${table}`);
+    }
+    webhooks.db.exec('DETACH DATABASE bk');
+    webhooks.close();
     return { dataDir, previous, partitions: rows.length };
   } finally {
     backup.close();

@@ -7,6 +7,7 @@ import { loadConfig } from '../config.ts';
 import { ControlStore, generateSecret, type KeyRecord } from '../store/control-store.ts';
 import { verifyDataDir } from './verify.ts';
 import { restoreBackup, takeSnapshot } from './backup.ts';
+import { WebhookStore } from '../webhooks/store.ts';
 
 const config = loadConfig();
 const progress = (message: string): void => {
@@ -64,6 +65,27 @@ keys.command('revoke <id>').description('revoke a key at once (401 within a seco
   if (!done) throw new Error(`no key ${id}`);
   process.stdout.write(`revoked ${id}\n`);
 });
+
+const webhooks = program.command('webhooks').description('list webhook subscriptions; re-enable or disable one');
+webhooks.command('list').description('subscriptions with status and consecutive failures').action(() => {
+  const store = new WebhookStore(config.dataDir);
+  for (const s of store.subscriptions()) {
+    process.stdout.write(`${s.id}  ${s.owner}  ${s.status}  failures ${s.consecutiveFailures}  ${s.url}  ${s.events.join(',')}\n`);
+  }
+  store.close();
+});
+for (const [name, status] of [['enable', 'active'], ['disable', 'disabled']] as const) {
+  webhooks
+    .command(`${name} <id>`)
+    .description(name === 'enable' ? 're-enable a disabled subscription (failures reset to 0)' : 'stop deliveries to a subscription')
+    .action((id: string) => {
+      const store = new WebhookStore(config.dataDir);
+      const done = store.setStatus(id, status, Date.now());
+      store.close();
+      if (!done) throw new Error(`no subscription ${id}`);
+      process.stdout.write(`${id} is ${status}\n`);
+    });
+}
 
 program
   .command('snapshot')

@@ -11,7 +11,7 @@ import { isStoredResult, type PartitionState, type StoredReply } from './state.t
 import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
-import { createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
+import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 function decide(ctx: HandlerContext, cmd: Command): Outcome {
@@ -44,6 +44,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'wallet.resolve': return resolveWallet(ctx, cmd);
     case 'transfer.credit': return creditInbound(ctx, cmd);
     case 'transfer.credited': return creditOutcome(ctx, cmd);
+    case 'outbox.ack': return ackOutbox(ctx, cmd);
     case 'idem.replay':
       // The front end believed this shard holds the key's record; it does not. Never store this.
       return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));

@@ -9,6 +9,7 @@ import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type {
   Beneficiary,
   InboundCredit,
+  OutboxEvent,
   Transfer,
   Customer,
   Exchange,
@@ -47,6 +48,8 @@ export type WalEvent =
   | { t: 'beneficiary.created'; beneficiary: Beneficiary }
   | { t: 'transfer.created'; transfer: Transfer }
   | { t: 'transfer.credited_in'; credit: InboundCredit }
+  | { t: 'outbox.added'; event: OutboxEvent }
+  | { t: 'outbox.handed'; ids: string[] }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
   | { t: 'idem.stored'; record: IdempotencyRecord };
@@ -162,6 +165,13 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
     case 'transfer.credited_in':
       assert(!state.inboundCredits.has(event.credit.transferId), 'apply: transfer credited twice');
       state.inboundCredits.set(event.credit.transferId, { ...event.credit });
+      return;
+    case 'outbox.added':
+      assert(!state.outbox.has(event.event.id), 'apply: outbox event exists');
+      state.outbox.set(event.event.id, { ...event.event });
+      return;
+    case 'outbox.handed':
+      for (const id of event.ids) state.outbox.delete(id);
       return;
     case 'idem.stored':
       assert(!state.idempotency.has(event.record.scope), 'apply: idempotency record exists');

@@ -4,7 +4,7 @@
 // Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
 import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
-import type { StoredReply } from './state.ts';
+import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
 import type { ShardWorkerData } from './worker.ts';
 
@@ -18,6 +18,8 @@ export interface PoolOptions {
   snapshotEveryRecords: number;
   clockOffsets: Array<[string, number]>;
   onFatal: (message: string) => void;
+  /** Outbox events a shard made durable, for the webhook dispatcher. */
+  onOutbox: (events: OutboxEvent[]) => void;
 }
 
 interface Pending {
@@ -84,6 +86,8 @@ export class ShardPool {
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);
+    } else if (message.type === 'outbox') {
+      this.options.onOutbox(message.events);
     } else if (message.type === 'forward') {
       void this.send(message.cmd).then((reply) => {
         const replyTo = message.replyTo;

@@ -1,7 +1,7 @@
 // Messages between the front end (main thread) and shard workers: commands in, replies out.
 // Both threads. Commands are plain data so they clone cheaply across the thread boundary.
 // Invariant: a command names its partition; the front end routes it to partition % shards.
-import type { Owner, StoredReply, Tier } from './state.ts';
+import type { OutboxEvent, Owner, StoredReply, Tier } from './state.ts';
 
 export interface CommandBase {
   owner: Owner;
@@ -61,6 +61,7 @@ export type CommandBody =
   | { k: 'transfer.submit'; id: string }
   | { k: 'transfer.rail'; id: string; outcome: 'completed' | 'failed' | 'timeout' }
   | { k: 'transfer.reconcile'; id: string }
+  | { k: 'outbox.ack'; ids: string[] }
   | { k: 'idem.replay' };
 
 export type Command = CommandBase & CommandBody;
@@ -103,5 +104,11 @@ export interface ForwardMessage {
   replyTo?: { cmd: CommandBase & { k: 'transfer.credited'; id: string }; delayMs: number };
 }
 
-export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | ForwardMessage | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+/** Outbox events now durable in a shard's WAL, for the webhook dispatcher to store and acknowledge. */
+export interface OutboxMessage {
+  type: 'outbox';
+  events: OutboxEvent[];
+}
+
+export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | ForwardMessage | OutboxMessage | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
 export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

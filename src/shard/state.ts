@@ -145,6 +145,23 @@ export interface Transfer {
   updatedAtMs: number;
 }
 
+export const EVENT_TYPES = ['payment.completed', 'transfer.completed', 'transfer.failed', 'service_order.completed', 'service_order.failed'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * An event for the webhook outbox, written in the same WAL record as the change that caused it and
+ * kept here until the dispatcher has stored it durably (then `outbox.handed` removes it).
+ */
+export interface OutboxEvent {
+  id: string;
+  owner: Owner;
+  type: EventType;
+  /** event_type:transaction_id — receivers dedupe on it. */
+  key: string;
+  occurredAtMs: number;
+  data: Record<string, unknown>;
+}
+
 /** The receiving side of a wallet-to-wallet transfer, recorded once per transfer id (the dedupe key). */
 export interface InboundCredit {
   transferId: string;
@@ -221,6 +238,7 @@ export interface PartitionState {
   beneficiaries: Map<string, Beneficiary>;
   transfers: Map<string, Transfer>;
   inboundCredits: Map<string, InboundCredit>;
+  outbox: Map<string, OutboxEvent>;
   idempotency: Map<string, IdempotencyRecord>;
   ledger: LedgerState;
 }
@@ -236,6 +254,7 @@ export function emptyPartition(partition: number): PartitionState {
     beneficiaries: new Map(),
     transfers: new Map(),
     inboundCredits: new Map(),
+    outbox: new Map(),
     idempotency: new Map(),
     ledger: emptyLedger(),
   };

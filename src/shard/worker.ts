@@ -12,7 +12,7 @@ import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
 import type { Effect, HandlerContext } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
-import type { PartitionState, StoredReply } from './state.ts';
+import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
 import { setPublicUrl } from './views.ts';
 
@@ -72,9 +72,11 @@ function flush(): void {
   const records: Array<{ partition: number; body: string }> = [];
   const replies: Array<{ n: number; reply: StoredReply }> = [];
   const effects: Effect[] = [];
+  const outbox: OutboxEvent[] = [];
   for (const item of batch) {
     const executed = execute(contextFor(item.cmd), item.cmd);
     if (executed.events.length > 0) records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
+    for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
     if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
     effects.push(...executed.effects);
   }
@@ -83,6 +85,7 @@ function flush(): void {
   store.appendBatch(records);
   recordsSinceSnapshot += records.length;
   for (const r of replies) post({ type: 'reply', n: r.n, reply: r.reply });
+  if (outbox.length > 0) post({ type: 'outbox', events: outbox });
   for (const effect of effects) runEffect(effect);
   if (queue.length > 0) scheduleFlush();
   if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
@@ -166,4 +169,7 @@ port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offse
 
 for (const state of states.values()) for (const effect of resumeEffects(state, data.railLatencyMs)) runEffect(effect);
 post(indexMessage());
+// Events the dispatcher had not acknowledged before the stop are handed over again (it dedupes by id).
+const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
+if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
 if (data.snapshotIntervalMs > 0) setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref();

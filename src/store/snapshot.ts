@@ -5,7 +5,7 @@
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import type { Beneficiary, InboundCredit, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
+import type { Beneficiary, InboundCredit, OutboxEvent, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
 import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -23,6 +23,7 @@ interface PartitionImage {
   beneficiaries?: Beneficiary[];
   transfers?: Transfer[];
   inboundCredits?: InboundCredit[];
+  outbox?: OutboxEvent[];
   idempotency: IdempotencyRecord[];
 }
 
@@ -40,6 +41,7 @@ export function encodePartition(state: PartitionState): string {
     beneficiaries: [...state.beneficiaries.values()],
     transfers: [...state.transfers.values()],
     inboundCredits: [...state.inboundCredits.values()],
+    outbox: [...state.outbox.values()],
     idempotency: [...state.idempotency.values()],
   };
   return JSON.stringify(image);
@@ -59,6 +61,7 @@ export function decodePartition(json: string): PartitionState {
     beneficiaries: new Map((image.beneficiaries ?? []).map((b) => [b.id, b])),
     transfers: new Map((image.transfers ?? []).map((t) => [t.id, t])),
     inboundCredits: new Map((image.inboundCredits ?? []).map((c) => [c.transferId, c])),
+    outbox: new Map((image.outbox ?? []).map((e) => [e.id, e])),
     idempotency: new Map(image.idempotency.map((r) => [r.scope, r])),
     ledger: {
       accounts: new Map(image.accounts.map((a) => [a.id, a])),

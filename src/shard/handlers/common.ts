@@ -5,7 +5,7 @@ import { reject, statusOf, type Rejection } from '../../errors.ts';
 import { tierLimits } from '../../catalogue/limits.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, ForwardMessage } from '../protocol.ts';
-import type { Customer, Owner, PartitionState, StoredReply } from '../state.ts';
+import type { Customer, EventType, OutboxEvent, Owner, PartitionState, StoredReply, Transaction } from '../state.ts';
 
 export const DAY_MS = 86_400_000;
 
@@ -91,6 +91,24 @@ export function limitRejection(customer: Customer, currency: string, amountMinor
     return reject('LIMIT_EXCEEDED', `amount_minor ${amountMinor} would pass the ${customer.tier} daily limit of ${limits.dailyMaxMinor} ${currency} (used ${used}).`);
   }
   return null;
+}
+
+/** The outbox record of a webhook event about `txn` (the spec's canonical payload, plus resource ids). */
+export function outboxEvent(
+  ctx: HandlerContext,
+  type: EventType,
+  txn: Pick<Transaction, 'id' | 'owner' | 'amountMinor' | 'currency' | 'customerId'>,
+  data: Record<string, unknown>,
+): WalEvent {
+  const event: OutboxEvent = {
+    id: ctx.mintId(),
+    owner: txn.owner,
+    type,
+    key: `${type}:${txn.id}`,
+    occurredAtMs: ctx.nowMs,
+    data: { transaction_id: txn.id, amount_minor: txn.amountMinor, currency: txn.currency, customer_id: txn.customerId, ...data },
+  };
+  return { t: 'outbox.added', event };
 }
 
 export function usageEvent(customer: Customer, currency: string, deltaMinor: number, nowMs: number): WalEvent {

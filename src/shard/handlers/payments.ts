@@ -19,6 +19,7 @@ import {
   isRejection,
   limitRejection,
   okReply,
+  outboxEvent,
   rejected,
   usageEvent,
   DAY_MS,
@@ -248,7 +249,7 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   }
   const events: WalEvent[] = [];
   if (ops.length > 0) events.push({ t: 'ledger', ops, atMs: ctx.nowMs });
-  events.push(moved, paymentMoved);
+  events.push(moved, paymentMoved, outboxEvent(ctx, 'payment.completed', txn, { status: 'completed', payment_id: payment.id, method: payment.method }));
   return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
 }
 

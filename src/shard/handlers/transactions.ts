@@ -22,6 +22,7 @@ import {
   isRejection,
   limitRejection,
   okReply,
+  outboxEvent,
   rejected,
   usageEvent,
   DAY_MS,
@@ -107,7 +108,9 @@ export function failEvents(
   const transfer = txn.transferId === null ? undefined : ctx.state.transfers.get(txn.transferId);
   if (transfer !== undefined) {
     const transferMoved = moveTransfer(transfer, { type: kind, atMs: ctx.nowMs });
-    if (transferMoved !== null) events.push(transferMoved);
+    if (transferMoved !== null) {
+      events.push(transferMoved, outboxEvent(ctx, 'transfer.failed', txn, { status: 'failed', transfer_id: transfer.id, failure: { code: failure.code, stage: failure.stage } }));
+    }
   }
   return events;
 }

@@ -20,6 +20,7 @@ import {
   isRejection,
   limitRejection,
   okReply,
+  outboxEvent,
   rejected,
   usageEvent,
   type Effect,
@@ -356,7 +357,7 @@ function settleEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction,
   const moved = moveTransaction(txn, event, { holdStatus: 'posted' });
   const transferMoved = moveTransfer(transfer, event);
   assert(moved !== null && transferMoved !== null, 'transfers: settle must be accepted');
-  return [{ t: 'ledger', ops, atMs: ctx.nowMs }, moved, transferMoved];
+  return [{ t: 'ledger', ops, atMs: ctx.nowMs }, moved, transferMoved, outboxEvent(ctx, 'transfer.completed', txn, { status: 'completed', transfer_id: transfer.id })];
 }
 
 /** The payout rail's answer: completed posts the hold, failed voids it, timeout leaves it held (unknown). */
@@ -403,4 +404,10 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
     events: [{ t: 'ledger', ops: [hold], atMs: ctx.nowMs }, moved, transferMoved, usageEvent(customer, transfer.currency, transfer.amountMinor, ctx.nowMs)],
     effects: [after(ctx, cmd, { k: 'transfer.submit', id: transfer.id }, ctx.railLatencyMs)],
   };
+}
+
+/** The dispatcher has stored these outbox events durably: drop them from the shard's outbox. */
+export function ackOutbox(ctx: HandlerContext, cmd: Command & { k: 'outbox.ack' }): Outcome {
+  const ids = cmd.ids.filter((id) => ctx.state.outbox.has(id));
+  return { events: ids.length === 0 ? [] : [{ t: 'outbox.handed', ids }], reply: () => okReply(200, { handed: ids.length }) };
 }

@@ -1,0 +1,152 @@
+// The webhook dispatcher: takes outbox events from the shards (stores them, then acknowledges),
+// delivers them signed to each subscription, and retries on the spec's schedule on the sandbox clock.
+// Main thread, off the shards' critical path; at most `perEndpointMax` attempts in flight per
+// subscription, so a dead receiver delays only its own deliveries.
+// Invariant: at-least-once: a delivery is marked done only after a 200/201/202/204 within the timeout.
+import type { OutboxEvent } from '../shard/state.ts';
+import { partitionOfId } from '../ids.ts';
+import { deliveryRejection } from './url-policy.ts';
+import { ATTEMPTS_MAX, SUCCESS_STATUSES, nextAttemptAtMs } from './schedule.ts';
+import { signature } from './verify-webhook.ts';
+import type { AttemptResult, Delivery, Subscription, WebhookStore } from './store.ts';
+
+export interface DispatcherOptions {
+  store: WebhookStore;
+  /** Sandbox-clock now for an owner (wall time for live). */
+  nowMsOf: (owner: string) => number;
+  /** Acknowledge outbox events to the partition that holds them. */
+  ack: (partition: number, ids: string[]) => Promise<unknown>;
+  timeoutMs: number;
+  perEndpointMax: number;
+  disableAfter: number;
+  tickMs: number;
+  dueBatchMax?: number;
+  log: (message: string) => void;
+}
+
+export class Dispatcher {
+  private readonly inFlight = new Map<string, number>();
+  private readonly running = new Set<string>();
+  private readonly results: AttemptResult[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushScheduled = false;
+  private stopped = false;
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.tick(), this.options.tickMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    const deadline = Date.now() + this.options.timeoutMs;
+    while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    this.flush();
+  }
+
+  /** Stores events durably, then acknowledges them to their partitions (which drop them from the outbox). */
+  ingest(events: readonly OutboxEvent[]): void {
+    this.options.store.ingest(events, this.options.nowMsOf);
+    const byPartition = new Map<number, string[]>();
+    for (const event of events) {
+      const partition = partitionOfId(event.id);
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), event.id]);
+    }
+    for (const [partition, ids] of byPartition) void this.options.ack(partition, ids);
+    this.tick();
+  }
+
+  /** Starts every due attempt that fits its endpoint's concurrency bound. */
+  tick(): void {
+    if (this.stopped) return;
+    for (const delivery of this.options.store.due(this.options.dueBatchMax ?? 500)) {
+      if (this.running.has(delivery.id)) continue;
+      if ((delivery.nextAttemptAtMs ?? 0) > this.options.nowMsOf(delivery.owner)) continue;
+      const busy = this.inFlight.get(delivery.subscriptionId) ?? 0;
+      if (busy >= this.options.perEndpointMax) continue;
+      this.inFlight.set(delivery.subscriptionId, busy + 1);
+      this.running.add(delivery.id);
+      // Released when the outcome is written (flush), so no tick can start the same attempt twice.
+      void this.attempt(delivery, delivery.subscription);
+    }
+  }
+
+  private async attempt(delivery: Delivery, subscription: Subscription): Promise<void> {
+    const event = this.options.store.event(delivery.eventId);
+    if (event === undefined) {
+      this.release(delivery.id, delivery.subscriptionId);
+      return;
+    }
+    const body = JSON.stringify({
+      id: event.id,
+      event_type: event.type,
+      event_key: event.key,
+      occurred_at: new Date(event.occurredAtMs).toISOString(),
+      data: event.data,
+    });
+    // Wall-clock seconds: receivers compare the timestamp with their own clock, not the sandbox's.
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    const env = subscription.owner.startsWith('test:') ? 'test' : 'live';
+    try {
+      const refused = await deliveryRejection(subscription.url, env);
+      if (refused !== null) throw new Error(refused);
+      const response = await fetch(subscription.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'kobo-webhooks/1',
+          'x-service-signature': signature(subscription.secret, timestamp, body),
+          'x-service-timestamp': timestamp,
+        },
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      statusCode = response.status;
+      await response.body?.cancel();
+      if (!SUCCESS_STATUSES.has(statusCode)) error = statusCode >= 300 && statusCode < 400 ? 'redirects are not followed' : `HTTP ${statusCode}`;
+    } catch (cause) {
+      const e = cause as Error;
+      error = e.name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs} ms` : e.message;
+    }
+    const ok = error === null;
+    const atMs = this.options.nowMsOf(delivery.owner);
+    const n = delivery.attempts + 1;
+    this.results.push({
+      deliveryId: delivery.id,
+      subscriptionId: subscription.id,
+      attempt: { n, atMs, statusCode, durationMs: Math.round(performance.now() - started), error, ok },
+      nextAttemptAtMs: ok ? null : n >= ATTEMPTS_MAX ? null : nextAttemptAtMs(n, atMs),
+      disableAfter: this.options.disableAfter,
+    });
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // Outcomes of one turn are written in one sqlite transaction: one fsync, not one per attempt.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.results.length === 0) return;
+    const batch = this.results.splice(0);
+    this.options.store.record(batch, Date.now());
+    for (const r of batch) this.release(r.deliveryId, r.subscriptionId);
+  }
+
+  private release(deliveryId: string, subscriptionId: string): void {
+    this.running.delete(deliveryId);
+    this.inFlight.set(subscriptionId, Math.max(0, (this.inFlight.get(subscriptionId) ?? 1) - 1));
+  }
+}

@@ -1,0 +1,262 @@
+// webhooks.db: subscriptions (with their signing secrets), the events handed over by the shards'
+// outboxes, and deliveries with every attempt. Main thread (the dispatcher) and the operator CLI.
+// Invariant: an event is stored once (by id) and gets one delivery per subscription that was active
+// and subscribed to its type when it arrived; events fired while a subscription is disabled are not queued.
+import path from 'node:path';
+import type Database from 'better-sqlite3';
+import { ulid } from 'ulid';
+import { openDatabase } from '../store/shard-store.ts';
+import type { OutboxEvent } from '../shard/state.ts';
+
+export interface Subscription {
+  id: string;
+  owner: string;
+  url: string;
+  events: string[];
+  secret: string;
+  status: 'active' | 'disabled';
+  consecutiveFailures: number;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface Attempt {
+  n: number;
+  atMs: number;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  ok: boolean;
+}
+
+export interface Delivery {
+  id: string;
+  eventId: string;
+  subscriptionId: string;
+  owner: string;
+  eventType: string;
+  eventKey: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  nextAttemptAtMs: number | null;
+  lastStatusCode: number | null;
+  lastDurationMs: number | null;
+  lastError: string | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+interface SubscriptionRow {
+  id: string;
+  owner: string;
+  url: string;
+  events: string;
+  secret: string;
+  status: 'active' | 'disabled';
+  consecutive_failures: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  subscription_id: string;
+  owner: string;
+  event_type: string;
+  event_key: string;
+  status: Delivery['status'];
+  attempts: number;
+  next_attempt_at_ms: number | null;
+  last_status_code: number | null;
+  last_duration_ms: number | null;
+  last_error: string | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+const fromSubscription = (r: SubscriptionRow): Subscription => ({
+  id: r.id,
+  owner: r.owner,
+  url: r.url,
+  events: JSON.parse(r.events) as string[],
+  secret: r.secret,
+  status: r.status,
+  consecutiveFailures: r.consecutive_failures,
+  createdAtMs: r.created_at_ms,
+  updatedAtMs: r.updated_at_ms,
+});
+
+const fromDelivery = (r: DeliveryRow): Delivery => ({
+  id: r.id,
+  eventId: r.event_id,
+  subscriptionId: r.subscription_id,
+  owner: r.owner,
+  eventType: r.event_type,
+  eventKey: r.event_key,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAtMs: r.next_attempt_at_ms,
+  lastStatusCode: r.last_status_code,
+  lastDurationMs: r.last_duration_ms,
+  lastError: r.last_error,
+  createdAtMs: r.created_at_ms,
+  updatedAtMs: r.updated_at_ms,
+});
+
+export interface AttemptResult {
+  deliveryId: string;
+  subscriptionId: string;
+  attempt: Attempt;
+  nextAttemptAtMs: number | null;
+  disableAfter: number;
+}
+
+export class WebhookStore {
+  readonly db: Database.Database;
+
+  constructor(dataDir: string) {
+    this.db = openDatabase(path.join(dataDir, 'webhooks.db'));
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS subscriptions (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, secret TEXT NOT NULL,
+        status TEXT NOT NULL, consecutive_failures INTEGER NOT NULL, created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS events (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL, occurred_at_ms INTEGER NOT NULL, data TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS deliveries (
+        id TEXT PRIMARY KEY, event_id TEXT NOT NULL, subscription_id TEXT NOT NULL, owner TEXT NOT NULL,
+        event_type TEXT NOT NULL, event_key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL,
+        next_attempt_at_ms INTEGER, last_status_code INTEGER, last_duration_ms INTEGER, last_error TEXT,
+        created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);
+      CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_at_ms);
+      CREATE INDEX IF NOT EXISTS deliveries_owner ON deliveries (owner, created_at_ms);
+      CREATE TABLE IF NOT EXISTS attempts (
+        delivery_id TEXT NOT NULL, n INTEGER NOT NULL, at_ms INTEGER NOT NULL, status_code INTEGER,
+        duration_ms INTEGER NOT NULL, error TEXT, ok INTEGER NOT NULL, PRIMARY KEY (delivery_id, n));
+    `);
+  }
+
+  createSubscription(fields: { owner: string; url: string; events: string[]; secret: string; nowMs: number }): Subscription {
+    const id = ulid(fields.nowMs);
+    this.db
+      .prepare('INSERT INTO subscriptions VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)')
+      .run(id, fields.owner, fields.url, JSON.stringify(fields.events), fields.secret, 'active', fields.nowMs, fields.nowMs);
+    return this.subscription(id)!;
+  }
+
+  subscription(id: string): Subscription | undefined {
+    const row = this.db.prepare('SELECT * FROM subscriptions WHERE id = ?').get(id) as SubscriptionRow | undefined;
+    return row === undefined ? undefined : fromSubscription(row);
+  }
+
+  subscriptions(owner?: string): Subscription[] {
+    const rows = (owner === undefined
+      ? this.db.prepare('SELECT * FROM subscriptions ORDER BY created_at_ms').all()
+      : this.db.prepare('SELECT * FROM subscriptions WHERE owner = ? ORDER BY created_at_ms').all(owner)) as SubscriptionRow[];
+    return rows.map(fromSubscription);
+  }
+
+  setStatus(id: string, status: 'active' | 'disabled', nowMs: number): boolean {
+    return this.db.prepare('UPDATE subscriptions SET status = ?, consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(status, nowMs, id).changes === 1;
+  }
+
+  /**
+   * Stores events (ignoring ones already stored) and queues a delivery for each active subscription of
+   * the event's owner that lists its type. One transaction: the shard is acknowledged only after it.
+   */
+  ingest(events: readonly OutboxEvent[], nowMsOf: (owner: string) => number): number {
+    let queued = 0;
+    const insertEvent = this.db.prepare('INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)');
+    const insertDelivery = this.db.prepare(
+      "INSERT INTO deliveries VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, NULL, NULL, NULL, ?, ?)",
+    );
+    this.db.transaction(() => {
+      const active = this.subscriptions().filter((s) => s.status === 'active');
+      for (const event of events) {
+        if (insertEvent.run(event.id, event.owner, event.type, event.key, event.occurredAtMs, JSON.stringify(event.data)).changes === 0) continue;
+        for (const sub of active) {
+          if (sub.owner !== event.owner || !sub.events.includes(event.type)) continue;
+          const now = nowMsOf(event.owner);
+          insertDelivery.run(ulid(), event.id, sub.id, event.owner, event.type, event.key, now, now, now);
+          queued += 1;
+        }
+      }
+    })();
+    return queued;
+  }
+
+  /** Pending deliveries of active subscriptions, earliest due first. */
+  due(limit: number): Array<Delivery & { subscription: Subscription }> {
+    const rows = this.db
+      .prepare(
+        `SELECT d.* FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+         WHERE d.status = 'pending' AND s.status = 'active' ORDER BY d.next_attempt_at_ms LIMIT ?`,
+      )
+      .all(limit) as DeliveryRow[];
+    const subs = new Map(this.subscriptions().map((s) => [s.id, s]));
+    return rows.map((r) => ({ ...fromDelivery(r), subscription: subs.get(r.subscription_id)! }));
+  }
+
+  event(id: string): { id: string; type: string; key: string; occurredAtMs: number; data: Record<string, unknown> } | undefined {
+    const row = this.db.prepare('SELECT * FROM events WHERE id = ?').get(id) as { id: string; type: string; key: string; occurred_at_ms: number; data: string } | undefined;
+    return row === undefined ? undefined : { id: row.id, type: row.type, key: row.key, occurredAtMs: row.occurred_at_ms, data: JSON.parse(row.data) as Record<string, unknown> };
+  }
+
+  /** Records attempt outcomes (one transaction) and moves subscriptions' failure counters. */
+  record(results: readonly AttemptResult[], nowMs: number): void {
+    this.db.transaction(() => {
+      for (const r of results) {
+        const a = r.attempt;
+        this.db.prepare('INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)').run(r.deliveryId, a.n, a.atMs, a.statusCode, a.durationMs, a.error, a.ok ? 1 : 0);
+        const status: Delivery['status'] = a.ok ? 'succeeded' : r.nextAttemptAtMs === null ? 'failed' : 'pending';
+        this.db
+          .prepare('UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at_ms = ?, last_status_code = ?, last_duration_ms = ?, last_error = ?, updated_at_ms = ? WHERE id = ?')
+          .run(status, a.n, a.ok ? null : r.nextAttemptAtMs, a.statusCode, a.durationMs, a.error, nowMs, r.deliveryId);
+        if (a.ok) {
+          this.db.prepare('UPDATE subscriptions SET consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(nowMs, r.subscriptionId);
+        } else {
+          this.db
+            .prepare(
+              `UPDATE subscriptions SET consecutive_failures = consecutive_failures + 1, updated_at_ms = ?,
+               status = CASE WHEN consecutive_failures + 1 > ? THEN 'disabled' ELSE status END WHERE id = ?`,
+            )
+            .run(nowMs, r.disableAfter, r.subscriptionId);
+        }
+      }
+    })();
+  }
+
+  delivery(id: string): Delivery | undefined {
+    const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as DeliveryRow | undefined;
+    return row === undefined ? undefined : fromDelivery(row);
+  }
+
+  attemptsOf(deliveryId: string): Attempt[] {
+    return (this.db.prepare('SELECT * FROM attempts WHERE delivery_id = ? ORDER BY n').all(deliveryId) as Array<{ n: number; at_ms: number; status_code: number | null; duration_ms: number; error: string | null; ok: number }>).map(
+      (r) => ({ n: r.n, atMs: r.at_ms, statusCode: r.status_code, durationMs: r.duration_ms, error: r.error, ok: r.ok === 1 }),
+    );
+  }
+
+  deliveries(filter: { owner: string; subscriptionId?: string; eventType?: string; status?: string; limit: number }): Delivery[] {
+    const where = ['owner = ?'];
+    const args: Array<string | number> = [filter.owner];
+    if (filter.subscriptionId !== undefined) (where.push('subscription_id = ?'), args.push(filter.subscriptionId));
+    if (filter.eventType !== undefined) (where.push('event_type = ?'), args.push(filter.eventType));
+    if (filter.status !== undefined) (where.push('status = ?'), args.push(filter.status));
+    const rows = this.db.prepare(`SELECT * FROM deliveries WHERE ${where.join(' AND ')} ORDER BY created_at_ms DESC, id DESC LIMIT ?`).all(...args, filter.limit) as DeliveryRow[];
+    return rows.map(fromDelivery);
+  }
+
+  /** A fresh delivery of the same event to the same subscription, due now. */
+  redeliver(original: Delivery, nowMs: number): Delivery {
+    const id = ulid();
+    this.db
+      .prepare("INSERT INTO deliveries VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, NULL, NULL, NULL, ?, ?)")
+      .run(id, original.eventId, original.subscriptionId, original.owner, original.eventType, original.eventKey, nowMs, nowMs, nowMs);
+    return this.delivery(id)!;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
