@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import type { Config } from './config.ts';
+import { PARTITIONS, type Config } from './config.ts';
+import { partitionOfId } from './ids.ts';
 import { ensureLayout } from './shard/layout.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret } from './store/control-store.ts';
@@ -23,6 +24,8 @@ import { paymentRoutes } from './api/payments.ts';
 import { exchangeRoutes } from './api/exchange.ts';
 import { transferRoutes } from './api/transfers.ts';
 import { checkoutRoutes } from './api/checkout.ts';
+import { serviceOrderRoutes } from './api/service-orders.ts';
+import { serviceCatalogueRoutes } from './api/services-catalogue.ts';
 import { webhookRoutes } from './api/webhooks.ts';
 import { WebhookStore } from './webhooks/store.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
@@ -67,6 +70,35 @@ function lockDataDir(dataDir: string): () => void {
   }
   fs.writeFileSync(file, String(process.pid));
   return () => fs.rmSync(file, { force: true });
+}
+
+/**
+ * Applies operator decisions the CLI queued in control.db (e.g. resolving an order held for manual
+ * fulfilment), in order, each as a command to the partition it names; the result is written back.
+ */
+function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log): () => void {
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void (async () => {
+      for (const action of control.pendingActions()) {
+        const partition = partitionOfId(action.target);
+        if (partition < 0 || partition >= PARTITIONS) {
+          control.completeAction(action.id, 'NOT_FOUND: not an order id', Date.now());
+          continue;
+        }
+        const reply = await pool.send({ k: 'order.resolve', id: action.target, outcome: action.payload.outcome, owner: 'system:operator', nowMs: Date.now(), partition });
+        const result = reply.error === undefined ? 'ok' : `${reply.error.code}: ${reply.error.message}`;
+        control.completeAction(action.id, result, Date.now());
+        log(`operator action ${action.id} (${action.kind} ${action.target} ${action.payload.outcome}): ${result}`);
+      }
+    })().finally(() => {
+      busy = false;
+    });
+  }, 250);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 export async function startApp(config: Readonly<Config>, log: Log): Promise<RunningApp> {
@@ -129,6 +161,8 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     ...exchangeRoutes(deps),
     ...transferRoutes(deps),
     ...checkoutRoutes(deps),
+    ...serviceOrderRoutes(deps),
+    ...serviceCatalogueRoutes(deps),
     ...webhookRoutes({ store: webhookStore, dispatcher, clocks }),
     ...testHelperRoutes(deps),
   ]);
@@ -144,12 +178,14 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     clockOf: (owner) => clocks.offsetOf(owner),
     log,
   });
+  const stopActions = applyOperatorActions(control, pool, log);
   const port = await server.listen(config.host, config.port);
   pool.setPublicUrl(config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`);
   return {
     port,
     createdKey,
     stop: async () => {
+      stopActions();
       server.close();
       await dispatcher?.stop();
       await pool.stop();

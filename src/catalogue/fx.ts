@@ -72,3 +72,21 @@ export function formatRate(rate: Rate): string {
   const text = scaled.toString().padStart(RATE_DIGITS + 1, '0');
   return `${text.slice(0, -RATE_DIGITS)}.${text.slice(-RATE_DIGITS)}`.replace(/\.?0+$/, '');
 }
+
+/**
+ * What a customer paying in `source` is charged for `amountMinor` of `destination`: at mid plus the
+ * spread, rounded up (ceil), so the house never delivers value it was not paid for.
+ */
+export function costInSourceMinor(amountMinor: number, destination: string, source: string): { amountMinor: number; rate: Rate } {
+  const mid = midRate(destination, source);
+  const rate: Rate = { num: mid.num * (10_000n + SPREAD_BPS), den: mid.den * 10_000n };
+  const expFrom = currencyExponent(destination)!;
+  const expTo = currencyExponent(source)!;
+  let num = BigInt(amountMinor) * rate.num;
+  let den = rate.den;
+  if (expTo >= expFrom) num *= 10n ** BigInt(expTo - expFrom);
+  else den *= 10n ** BigInt(expFrom - expTo);
+  const result = (num + den - 1n) / den;
+  if (result > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('fx: converted amount exceeds the safe integer range');
+  return { amountMinor: Number(result), rate };
+}

@@ -87,6 +87,31 @@ for (const [name, status] of [['enable', 'active'], ['disable', 'disabled']] as 
     });
 }
 
+const orders = program.command('orders').description('operator decisions on service orders');
+orders
+  .command('resolve <orderId>')
+  .description('resolve an order held for manual fulfilment: delivered (completed) or failed (refunded)')
+  .addOption(new Option('--outcome <outcome>', 'what the operator found').choices(['delivered', 'failed']).makeOptionMandatory())
+  .option('--no-wait', 'queue the decision and return at once')
+  .action(async (orderId: string, opts: { outcome: 'delivered' | 'failed'; wait: boolean }) => {
+    const control = new ControlStore(config.dataDir);
+    const id = control.queueAction({ kind: 'order.resolve', target: orderId, payload: { outcome: opts.outcome } }, Date.now());
+    process.stdout.write(`queued ${id}: resolve ${orderId} as ${opts.outcome}\n`);
+    const deadline = Date.now() + 15_000;
+    while (opts.wait && Date.now() < deadline) {
+      const action = control.action(id);
+      if (action?.doneAtMs != null) {
+        control.close();
+        if (action.result !== 'ok') throw new Error(`the server refused: ${action.result ?? ''}`);
+        process.stdout.write('applied\n');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    control.close();
+    if (opts.wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
+  });
+
 program
   .command('snapshot')
   .description('write a backup file of every partition (works while the server runs)')

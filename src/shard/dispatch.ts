@@ -11,6 +11,9 @@ import { isStoredResult, type PartitionState, type StoredReply } from './state.t
 import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
+import { createServiceQuote } from './handlers/service-quotes.ts';
+import { createOrder, getOrder } from './handlers/orders.ts';
+import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
 import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
@@ -45,6 +48,15 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'transfer.credit': return creditInbound(ctx, cmd);
     case 'transfer.credited': return creditOutcome(ctx, cmd);
     case 'outbox.ack': return ackOutbox(ctx, cmd);
+    case 'squote.create': return createServiceQuote(ctx, cmd);
+    case 'order.create': return createOrder(ctx, cmd);
+    case 'order.get': return getOrder(ctx, cmd);
+    case 'order.paid': return orderPaid(ctx, cmd);
+    case 'order.rail': return orderRail(ctx, cmd);
+    case 'order.reconcile': return reconcileOrder(ctx, cmd);
+    case 'order.retry': return retryOrder(ctx, cmd);
+    case 'order.refund': return refundOrder(ctx, cmd);
+    case 'order.resolve': return resolveOrder(ctx, cmd);
     case 'idem.replay':
       // The front end believed this shard holds the key's record; it does not. Never store this.
       return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));

@@ -6,10 +6,13 @@ import { applyLedgerOp, type LedgerOp } from '../ledger/ledger.ts';
 import type { TransactionStatus } from '../../machines/transaction.machine.ts';
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type { TransferStatus } from '../../machines/transfer.machine.ts';
+import type { OrderStatus } from '../../machines/order.machine.ts';
 import type {
   Beneficiary,
   InboundCredit,
   OutboxEvent,
+  ServiceOrder,
+  ServiceQuote,
   Transfer,
   Customer,
   Exchange,
@@ -49,6 +52,17 @@ export type WalEvent =
   | { t: 'transfer.created'; transfer: Transfer }
   | { t: 'transfer.credited_in'; credit: InboundCredit }
   | { t: 'outbox.added'; event: OutboxEvent }
+  | { t: 'squote.created'; quote: ServiceQuote }
+  | { t: 'order.created'; order: ServiceOrder }
+  | {
+      t: 'order.moved';
+      id: string;
+      status: OrderStatus;
+      atMs: number;
+      providerReference?: string;
+      fulfillmentSnapshot?: Record<string, unknown>;
+      dispatchAttempt?: number;
+    }
   | { t: 'outbox.handed'; ids: string[] }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
@@ -170,6 +184,30 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       assert(!state.outbox.has(event.event.id), 'apply: outbox event exists');
       state.outbox.set(event.event.id, { ...event.event });
       return;
+    case 'squote.created':
+      assert(!state.serviceQuotes.has(event.quote.id), 'apply: service quote exists');
+      state.serviceQuotes.set(event.quote.id, { ...event.quote });
+      return;
+    case 'order.created': {
+      assert(!state.orders.has(event.order.id), 'apply: order exists');
+      if (event.order.quoteId !== null) {
+        const quote = state.serviceQuotes.get(event.order.quoteId);
+        assert(quote !== undefined && quote.usedBy === null, 'apply: order needs an unused quote');
+        quote.usedBy = event.order.id;
+      }
+      state.orders.set(event.order.id, { ...event.order });
+      return;
+    }
+    case 'order.moved': {
+      const order = state.orders.get(event.id);
+      assert(order !== undefined, 'apply: order missing');
+      order.status = event.status;
+      order.updatedAtMs = event.atMs;
+      if (event.providerReference !== undefined) order.providerReference = event.providerReference;
+      if (event.fulfillmentSnapshot !== undefined) order.fulfillmentSnapshot = event.fulfillmentSnapshot;
+      if (event.dispatchAttempt !== undefined) order.dispatchAttempt = event.dispatchAttempt;
+      return;
+    }
     case 'outbox.handed':
       for (const id of event.ids) state.outbox.delete(id);
       return;

@@ -32,6 +32,21 @@ export interface CustomerPatchBody {
   kycLevel?: number;
 }
 
+/** What a service quote or order names: the service, where, how much, for whom. */
+export interface ServiceRequest {
+  customerId: string;
+  countryCode: string;
+  serviceCode: string;
+  providerCostMinor: number;
+  currency: string;
+  paymentMethod: string | null;
+  operatorCode: string | null;
+  meterType: string | null;
+  accountRef: string | null;
+  phone: string | null;
+  promotionCode: string | null;
+}
+
 export type CommandBody =
   | { k: 'customer.create'; body: CustomerCreateBody }
   | { k: 'customer.get'; id: string }
@@ -62,6 +77,15 @@ export type CommandBody =
   | { k: 'transfer.rail'; id: string; outcome: 'completed' | 'failed' | 'timeout' }
   | { k: 'transfer.reconcile'; id: string }
   | { k: 'outbox.ack'; ids: string[] }
+  | { k: 'squote.create'; body: ServiceRequest }
+  | { k: 'order.create'; body: ServiceRequest & { paymentMethod: string; quoteId: string | null; productCode: string | null; idempotencyKey: string; metadata: Record<string, unknown> | null } }
+  | { k: 'order.get'; id: string; projection: 'full' | 'status' }
+  | { k: 'order.paid'; id: string }
+  | { k: 'order.rail'; id: string; attempt: number }
+  | { k: 'order.reconcile'; id: string }
+  | { k: 'order.retry'; id: string }
+  | { k: 'order.refund'; id: string }
+  | { k: 'order.resolve'; id: string; outcome: 'delivered' | 'failed' }
   | { k: 'idem.replay' };
 
 export type Command = CommandBase & CommandBody;

@@ -6,6 +6,7 @@ import { emptyLedger } from '../ledger/ledger.ts';
 import type { FailureCode, TransactionStatus } from '../../machines/transaction.machine.ts';
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type { TransferStatus } from '../../machines/transfer.machine.ts';
+import type { OrderStatus } from '../../machines/order.machine.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
 export type Owner = string;
@@ -73,6 +74,8 @@ export interface Transaction {
   history: StatusEntry[];
   paymentId: string | null;
   transferId: string | null;
+  /** The service order this transaction is the ledger truth of (type service), if any. */
+  orderId?: string;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -105,6 +108,8 @@ export interface Payment {
   checkoutToken?: string;
   /** mobile_money: the number the approval prompt was sent to. */
   promptPhone?: string;
+  /** Set when the payment collects for a service order: settlement funds the order, not the wallet. */
+  orderId?: string;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -160,6 +165,61 @@ export interface OutboxEvent {
   key: string;
   occurredAtMs: number;
   data: Record<string, unknown>;
+}
+
+export interface ServiceQuote {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  countryCode: string;
+  serviceCode: string;
+  providerCostMinor: number;
+  destinationCurrency: string;
+  sourceCurrency: string;
+  convertedAmountMinor: number;
+  feeMinor: number;
+  customerAmountMinor: number;
+  fxRate: string | null;
+  promotionCode: string | null;
+  promotionDiscountMinor: number;
+  paymentMethod: string | null;
+  phone: string | null;
+  accountRef: string | null;
+  expiresAtMs: number;
+  usedBy: string | null;
+  createdAtMs: number;
+}
+
+export interface ServiceOrder {
+  id: string;
+  owner: Owner;
+  customerId: string;
+  transactionId: string;
+  paymentId: string;
+  paymentTransactionId: string;
+  countryCode: string;
+  serviceCode: string;
+  status: OrderStatus;
+  customerAmountMinor: number;
+  feeMinor: number;
+  providerCostMinor: number;
+  /** The paying currency (customer_amount_minor's). */
+  currency: string;
+  destinationCurrency: string;
+  operatorCode: string | null;
+  meterType: string | null;
+  accountRef: string | null;
+  phone: string | null;
+  productCode: string | null;
+  providerReference: string | null;
+  idempotencyKey: string;
+  quoteId: string | null;
+  fulfillmentSnapshot: Record<string, unknown> | null;
+  pricingSnapshot: Record<string, unknown>;
+  metadata: Record<string, unknown> | null;
+  dispatchAttempt: number;
+  createdAtMs: number;
+  updatedAtMs: number;
 }
 
 /** The receiving side of a wallet-to-wallet transfer, recorded once per transfer id (the dedupe key). */
@@ -239,6 +299,8 @@ export interface PartitionState {
   transfers: Map<string, Transfer>;
   inboundCredits: Map<string, InboundCredit>;
   outbox: Map<string, OutboxEvent>;
+  serviceQuotes: Map<string, ServiceQuote>;
+  orders: Map<string, ServiceOrder>;
   idempotency: Map<string, IdempotencyRecord>;
   ledger: LedgerState;
 }
@@ -255,6 +317,8 @@ export function emptyPartition(partition: number): PartitionState {
     transfers: new Map(),
     inboundCredits: new Map(),
     outbox: new Map(),
+    serviceQuotes: new Map(),
+    orders: new Map(),
     idempotency: new Map(),
     ledger: emptyLedger(),
   };

@@ -47,7 +47,21 @@ export const CONTROL_SCHEMA_SQL = `
     env TEXT NOT NULL, scopes TEXT NOT NULL, ip_allow TEXT NOT NULL, customer_id TEXT,
     status TEXT NOT NULL, created_at_ms INTEGER NOT NULL, expires_at_ms INTEGER, label TEXT);
   CREATE TABLE IF NOT EXISTS clocks (owner TEXT PRIMARY KEY, offset_ms INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS operator_actions (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL, payload TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL, done_at_ms INTEGER, result TEXT);
 `;
+
+/** An operator's decision queued by the CLI and applied by the running server (durable, in order). */
+export interface OperatorAction {
+  id: string;
+  kind: 'order.resolve';
+  target: string;
+  payload: { outcome: 'delivered' | 'failed' };
+  createdAtMs: number;
+  doneAtMs: number | null;
+  result: string | null;
+}
 
 export function hashKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
@@ -169,6 +183,26 @@ export class ControlStore {
 
   setClockOffset(owner: string, offsetMs: number): void {
     this.db.prepare('INSERT INTO clocks (owner, offset_ms) VALUES (?, ?) ON CONFLICT(owner) DO UPDATE SET offset_ms = excluded.offset_ms').run(owner, offsetMs);
+  }
+
+  queueAction(action: Pick<OperatorAction, 'kind' | 'target' | 'payload'>, nowMs: number): string {
+    const id = `act_${ulid(nowMs)}`;
+    this.db.prepare('INSERT INTO operator_actions (id, kind, target, payload, created_at_ms) VALUES (?, ?, ?, ?, ?)').run(id, action.kind, action.target, JSON.stringify(action.payload), nowMs);
+    return id;
+  }
+
+  pendingActions(limit = 100): OperatorAction[] {
+    const rows = this.db.prepare('SELECT * FROM operator_actions WHERE done_at_ms IS NULL ORDER BY id LIMIT ?').all(limit) as Array<{ id: string; kind: 'order.resolve'; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null }>;
+    return rows.map((r) => ({ id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result }));
+  }
+
+  action(id: string): OperatorAction | undefined {
+    const r = this.db.prepare('SELECT * FROM operator_actions WHERE id = ?').get(id) as { id: string; kind: 'order.resolve'; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null } | undefined;
+    return r === undefined ? undefined : { id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result };
+  }
+
+  completeAction(id: string, result: string, nowMs: number): void {
+    this.db.prepare('UPDATE operator_actions SET done_at_ms = ?, result = ? WHERE id = ?').run(nowMs, result, id);
   }
 
   close(): void {

@@ -5,7 +5,7 @@
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import type { Beneficiary, InboundCredit, OutboxEvent, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
+import type { Beneficiary, InboundCredit, OutboxEvent, ServiceOrder, ServiceQuote, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
 import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 
 const gzipAsync = promisify(gzip);
@@ -24,6 +24,8 @@ interface PartitionImage {
   transfers?: Transfer[];
   inboundCredits?: InboundCredit[];
   outbox?: OutboxEvent[];
+  serviceQuotes?: ServiceQuote[];
+  orders?: ServiceOrder[];
   idempotency: IdempotencyRecord[];
 }
 
@@ -42,6 +44,8 @@ export function encodePartition(state: PartitionState): string {
     transfers: [...state.transfers.values()],
     inboundCredits: [...state.inboundCredits.values()],
     outbox: [...state.outbox.values()],
+    serviceQuotes: [...state.serviceQuotes.values()],
+    orders: [...state.orders.values()],
     idempotency: [...state.idempotency.values()],
   };
   return JSON.stringify(image);
@@ -62,6 +66,8 @@ export function decodePartition(json: string): PartitionState {
     transfers: new Map((image.transfers ?? []).map((t) => [t.id, t])),
     inboundCredits: new Map((image.inboundCredits ?? []).map((c) => [c.transferId, c])),
     outbox: new Map((image.outbox ?? []).map((e) => [e.id, e])),
+    serviceQuotes: new Map((image.serviceQuotes ?? []).map((q) => [q.id, q])),
+    orders: new Map((image.orders ?? []).map((o) => [o.id, o])),
     idempotency: new Map(image.idempotency.map((r) => [r.scope, r])),
     ledger: {
       accounts: new Map(image.accounts.map((a) => [a.id, a])),

@@ -29,6 +29,7 @@ import {
 } from './common.ts';
 import { openWallet } from './customers.ts';
 import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
+import { dispatchEvents } from './fulfilment.ts';
 
 /** How long bank-transfer instructions stay payable. */
 const INSTRUCTIONS_TTL_MS = DAY_MS;
@@ -74,7 +75,7 @@ function methodRejection(customer: Customer, method: string, amountMinor: number
 }
 
 /** A stable sandbox virtual account number for a payment: ten digits from its id. */
-function sandboxAccountNumber(paymentId: string): string {
+export function sandboxAccountNumber(paymentId: string): string {
   const digest = createHash('sha256').update(paymentId).digest();
   return String(digest.readUInt32BE(0) % 1_000_000_000).padStart(10, '9');
 }
@@ -242,7 +243,9 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   } else {
     const clearing = systemAccountId('collection_clearing', payment.currency);
     const net = payment.amountMinor - payment.feeMinor;
-    if (net > 0) ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: clearing, cr: payment.walletId, amt: net, cur: payment.currency });
+    // A collection for a service order funds the order (service payables), not the customer's wallet.
+    const credit = payment.orderId === undefined ? payment.walletId : systemAccountId('service_payables', payment.currency);
+    if (net > 0) ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: clearing, cr: credit, amt: net, cur: payment.currency });
     if (payment.feeMinor > 0) {
       ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: clearing, cr: systemAccountId('fees', payment.currency), amt: payment.feeMinor, cur: payment.currency });
     }
@@ -250,7 +253,10 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const events: WalEvent[] = [];
   if (ops.length > 0) events.push({ t: 'ledger', ops, atMs: ctx.nowMs });
   events.push(moved, paymentMoved, outboxEvent(ctx, 'payment.completed', txn, { status: 'completed', payment_id: payment.id, method: payment.method }));
-  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+  const order = payment.orderId === undefined ? undefined : ctx.state.orders.get(payment.orderId);
+  const dispatched = order === undefined ? null : dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
+  if (dispatched !== null) events.push(...dispatched.events);
+  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: dispatched?.effects ?? [] };
 }
 
 const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED', 'COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED'];

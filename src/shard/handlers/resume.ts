@@ -34,5 +34,30 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
       effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.rail', id: transfer.id, outcome, ...at } });
     } else if (transfer.status === 'unknown') effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.reconcile', id: transfer.id, ...at } });
   }
+  for (const order of state.orders.values()) {
+    const at = base(order.owner, order.updatedAtMs);
+    const payment = state.payments.get(order.paymentId);
+    switch (order.status) {
+      case 'awaiting_payment':
+        if (payment?.method === 'wallet') effects.push({ afterMs: 0, cmd: { k: 'order.paid', id: order.id, ...at } });
+        break;
+      case 'fulfilling':
+        // Ask the rail about the purchase already dispatched (same attempt, same reference): no second purchase.
+        effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.rail', id: order.id, attempt: order.dispatchAttempt, ...at } });
+        break;
+      case 'unknown':
+        effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.reconcile', id: order.id, ...at } });
+        break;
+      case 'retry_required':
+        effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.retry', id: order.id, ...at } });
+        break;
+      case 'provider_funding_failure':
+      case 'refund_pending':
+        effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.refund', id: order.id, ...at } });
+        break;
+      default:
+        break;
+    }
+  }
   return effects;
 }

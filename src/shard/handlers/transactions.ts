@@ -12,9 +12,10 @@ import {
 import { paymentMachine, type PaymentEvent } from '../../../machines/payment.machine.ts';
 import { isRetryable } from '../../../machines/transaction.machine.ts';
 import { moveTransfer, retryTransferEvents } from './transfers.ts';
+import { cancelOrderEvents, orderPaymentFailedEvents } from './orders.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import type { Failure, FailureStage, Payment, Transaction } from '../state.ts';
+import type { Failure, FailureStage, Payment, ServiceOrder, Transaction } from '../state.ts';
 import { transactionView } from '../views.ts';
 import {
   accessRejection,
@@ -48,6 +49,17 @@ export function newTransaction(
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
   };
+}
+
+/**
+ * Gives a failed attempt's amount back to the day's limit usage — only on the day it was charged:
+ * giving yesterday's amount back against today's usage would let today's total pass the daily limit.
+ */
+export function releaseUsage(ctx: HandlerContext, txn: Transaction): WalEvent[] {
+  const chargedAtMs = [...txn.history].reverse().find((h) => h.status === 'pending')?.atMs ?? txn.createdAtMs;
+  const customer = ctx.state.customers.get(txn.customerId);
+  if (customer === undefined || Math.floor(chargedAtMs / DAY_MS) !== Math.floor(ctx.nowMs / DAY_MS)) return [];
+  return [usageEvent(customer, txn.currency, -txn.amountMinor, ctx.nowMs)];
 }
 
 /** The txn.moved event for `event`, or null when the machine refuses it in the current status. */
@@ -93,17 +105,13 @@ export function failEvents(
   const events: WalEvent[] = [];
   if (holdReleased && txn.holdId !== null) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId }], atMs: ctx.nowMs });
   events.push(moved);
-  // Usage is given back only to the day this attempt was charged to: giving yesterday's amount back
-  // against today's usage would let today's total pass the daily limit.
-  const chargedAtMs = [...txn.history].reverse().find((h) => h.status === 'pending')?.atMs ?? txn.createdAtMs;
-  const customer = ctx.state.customers.get(txn.customerId);
-  if (customer !== undefined && Math.floor(chargedAtMs / DAY_MS) === Math.floor(ctx.nowMs / DAY_MS)) {
-    events.push(usageEvent(customer, txn.currency, -txn.amountMinor, ctx.nowMs));
-  }
+  events.push(...releaseUsage(ctx, txn));
   const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
   if (payment !== undefined) {
     const paymentMoved = movePayment(payment, { type: kind, atMs: ctx.nowMs });
     if (paymentMoved !== null) events.push(paymentMoved);
+    const order = payment.orderId === undefined ? undefined : ctx.state.orders.get(payment.orderId);
+    if (order !== undefined) events.push(...orderPaymentFailedEvents(ctx, order, failure));
   }
   const transfer = txn.transferId === null ? undefined : ctx.state.transfers.get(txn.transferId);
   if (transfer !== undefined) {
@@ -152,9 +160,21 @@ export function getTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.get
   return { events: [], reply: replyTxn(txn.id) };
 }
 
+/** The service order a transaction belongs to (its service transaction or its payment's). */
+function orderOfTransaction(ctx: HandlerContext, txn: Transaction): ServiceOrder | undefined {
+  const orderId = txn.orderId ?? (txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId)?.orderId);
+  return orderId === undefined ? undefined : ctx.state.orders.get(orderId);
+}
+
 export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.cancel' }): Outcome {
   const txn = transactionFor(ctx, cmd, cmd.id);
   if (isRejection(txn)) return rejected(txn);
+  const order = orderOfTransaction(ctx, txn);
+  if (order !== undefined) {
+    const events = txn.status === 'pending' || txn.status === 'processing' ? cancelOrderEvents(ctx, order) : null;
+    if (events === null) return rejected(reject('CONFLICT', `The service order is ${order.status}; only an order not yet fulfilling can be cancelled.`));
+    return { events, reply: replyTxn(txn.id) };
+  }
   const events = failEvents(ctx, txn, { code: 'CANCELLED', stage: 'client', message: 'Cancelled by the client.' }, 'cancel');
   if (events === null) {
     return rejected(reject('CONFLICT', `Transaction is ${txn.status}; only a pending transaction can be cancelled.`));
@@ -165,6 +185,10 @@ export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.
 export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.retry' }): Outcome {
   const txn = transactionFor(ctx, cmd, cmd.id);
   if (isRejection(txn)) return rejected(txn);
+  if (orderOfTransaction(ctx, txn) !== undefined) {
+    // A service order is never re-purchased through its transactions: the client places a new order.
+    return rejected(reject('CONFLICT', 'Transactions of a service order cannot be retried; place a new order.'));
+  }
   if (txn.transferId !== null && txn.status === 'failed' && isRetryable(txn.failure?.code ?? null)) {
     const retried = retryTransferEvents(ctx, cmd, txn);
     if (isRejection(retried)) return rejected(retried);

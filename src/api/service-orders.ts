@@ -1,0 +1,127 @@
+// Service quote and order endpoints: POST /v1/services/quote, POST /v1/services/orders,
+// GET /v1/services/orders/{id} and /status. Main thread: idempotency key from the header or the body,
+// PIN step-up, rail availability; the customer's shard decides everything about money.
+// Invariant: an order is created at most once per idempotency key, its failures replayed as stored.
+import { reject } from '../errors.ts';
+import { isCurrencyCode } from '../catalogue/currencies.ts';
+import { isServiceCode, railDown } from '../catalogue/services.ts';
+import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
+import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
+import { OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';
+import type { ServiceRequest } from '../shard/protocol.ts';
+import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { pinCheck } from './transfers.ts';
+
+function serviceRequest(customerId: string, b: ServiceQuoteCreate | ServiceOrderCreate): ServiceRequest {
+  return {
+    customerId,
+    countryCode: b.country_code,
+    serviceCode: b.service_code,
+    providerCostMinor: b.provider_cost_minor,
+    currency: b.currency,
+    paymentMethod: b.payment_method ?? null,
+    operatorCode: b.operator_code ?? null,
+    meterType: b.meter_type ?? null,
+    accountRef: b.account_ref ?? null,
+    phone: b.phone ?? null,
+    promotionCode: b.promotion_code ?? null,
+  };
+}
+
+/** Shared front-end checks: currency code, a known service, the rail up, the acting customer. */
+function prepare(ctx: RequestContext, b: ServiceQuoteCreate | ServiceOrderCreate): { customerId: string; partition: number } | Reply {
+  if (!isCurrencyCode(b.currency)) return errorOf(reject('VALIDATION', `currency ${b.currency} is not an ISO 4217 code.`));
+  if (!isServiceCode(b.service_code)) return errorOf(reject('VALIDATION', `service_code ${b.service_code} is not a catalogue code.`));
+  if (railDown(ctx.owner, b.service_code, b.country_code)) return errorOf(reject('PROVIDER_FAILURE', 'The fulfilment rail is unavailable; retry with the same Idempotency-Key.'));
+  const customerId = actingCustomer(ctx, b.customer_id);
+  if (isRejection(customerId)) return errorOf(customerId);
+  const partition = partitionOf(customerId, 'customer');
+  if (isRejection(partition)) return errorOf(partition);
+  return { customerId, partition };
+}
+
+function orderById(deps: ApiDeps, projection: 'full' | 'status'): RouteDef['handle'] {
+  return (ctx) => {
+    const id = ctx.params.id ?? '';
+    const partition = partitionOf(id, 'service order');
+    if (isRejection(partition)) return errorOf(partition);
+    return command(deps, ctx, partition, { k: 'order.get', id, projection });
+  };
+}
+
+export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
+  return [
+    {
+      method: 'POST',
+      path: '/v1/services/quote',
+      summary: 'Quote a service purchase: fee, promotion, locked FX for cross-currency',
+      auth: 'key',
+      family: 'services',
+      body: ServiceQuoteCreate,
+      response: ServiceQuote,
+      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: (ctx) => {
+        const b = ctx.body as ServiceQuoteCreate;
+        const prepared = prepare(ctx, b);
+        if ('status' in prepared) return prepared;
+        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: serviceRequest(prepared.customerId, b) });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/services/orders',
+      summary: 'Create a service order and open its payment',
+      auth: 'key',
+      family: 'services',
+      body: ServiceOrderCreate,
+      response: ServiceOrderCreated,
+      responseStatus: 201,
+      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'PIN_REQUIRED', 'COMPLIANCE_DENIED', 'QUOTE_MISMATCH', 'QUOTE_EXPIRED', 'IDEMPOTENCY_REPLAY', 'IDEMPOTENCY_KEY_REQUIRED', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'FX_QUOTE_UNAVAILABLE', 'METHOD_NOT_SELECTABLE', 'PROVIDER_FAILURE'],
+      handle: async (ctx) => {
+        const b = ctx.body as ServiceOrderCreate;
+        // The key may come in the header or the body (the spec allows either); both must then agree.
+        const key = ctx.idempotencyKey ?? b.idempotency_key ?? null;
+        if (key === null) return errorOf(reject('IDEMPOTENCY_KEY_REQUIRED', 'Send an Idempotency-Key header (or idempotency_key in the body).'));
+        if (key.length > IDEMPOTENCY_KEY_LENGTH_MAX) return errorOf(reject('VALIDATION', `idempotency key must be at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters.`));
+        if (ctx.idempotencyKey !== null && b.idempotency_key !== undefined && b.idempotency_key !== ctx.idempotencyKey) {
+          return errorOf(reject('VALIDATION', 'The Idempotency-Key header and the body idempotency_key differ.'));
+        }
+        const prepared = prepare(ctx, b);
+        if ('status' in prepared) return prepared;
+        const pin = await pinCheck(deps, ctx, prepared.customerId, prepared.partition);
+        if (pin !== null) return pin;
+        return command(deps, { ...ctx, idempotencyKey: key }, prepared.partition, {
+          k: 'order.create',
+          body: {
+            ...serviceRequest(prepared.customerId, b),
+            paymentMethod: b.payment_method,
+            quoteId: b.quote_id ?? null,
+            productCode: b.product_code ?? null,
+            idempotencyKey: key,
+            metadata: (b.metadata as Record<string, unknown> | undefined) ?? null,
+          },
+        }, { idempotent: true });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/services/orders/:id',
+      summary: 'Retrieve a service order with its fulfillment snapshot',
+      auth: 'key',
+      family: 'services',
+      response: ServiceOrder,
+      errors: ['VALIDATION', 'NOT_FOUND'],
+      handle: orderById(deps, 'full'),
+    },
+    {
+      method: 'GET',
+      path: '/v1/services/orders/:id/status',
+      summary: 'The order status projection (poll while waiting on customer action)',
+      auth: 'key',
+      family: 'services',
+      response: OrderStatusProjection,
+      errors: ['VALIDATION', 'NOT_FOUND'],
+      handle: orderById(deps, 'status'),
+    },
+  ];
+}

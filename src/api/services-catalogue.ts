@@ -1,0 +1,388 @@
+// Services catalogue endpoints: catalogue, definition, availability, payment methods, operators, plans,
+// variants, validate, and the sandbox rail-down switch. Main thread; the only shard call is customer.get
+// (home country and KYC level of the customer the request acts for); everything else is reference data.
+// Invariant: every endpoint gates through purchaseRejection in the same order (service, customer,
+// eligibility, maintenance window, offer, visibility), so they never disagree on a verdict.
+import { findCountry, methodRules } from '../catalogue/countries.ts';
+import {
+  acceptedPaymentMethods,
+  eligibleServiceCountries,
+  findOperator,
+  findPlan,
+  inMaintenance,
+  isServiceCode,
+  isServiceMarket,
+  maintenanceEndsAtMs,
+  marketService,
+  operatorsOf,
+  plansOfKind,
+  serviceEligible,
+  serviceFeeMinor,
+  serviceFeeRule,
+  variantsOf,
+  SERVICE_CODES,
+  type MarketService,
+  type Plan,
+  type ServiceCode,
+} from '../catalogue/services.ts';
+import { validatePhone, type PhoneValidation } from '../catalogue/services-phone.ts';
+import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveAccess, serviceDefinition, type CustomerProfile } from '../catalogue/services-resolve.ts';
+import { reject, type Rejection } from '../errors.ts';
+import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
+import { lookupAccount, railDown, setRailDown } from '../rails/sandbox-services.ts';
+import {
+  Catalogue,
+  OperatorList,
+  PlanList,
+  RailSwitch,
+  RailSwitchBody,
+  ServiceAvailability,
+  ServiceAvailabilityQuery,
+  ServiceCountryQuery,
+  ServiceDefinition,
+  ServicePaymentMethods,
+  ServicePaymentMethodsQuery,
+  ServicePlansQuery,
+  ServiceValidateBody,
+  ValidationResult,
+  VariantList,
+} from '../schemas/services.schema.ts';
+import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+
+export { railDown, setRailDown } from '../rails/sandbox-services.ts';
+
+/** The catalogue may be cached briefly per country (spec: "a few minutes"); availability is re-resolved at checkout. */
+const CATALOGUE_CACHE_CONTROL = 'private, max-age=120';
+
+type Result<T> = { ok: true; value: T } | { ok: false; reply: Reply };
+
+interface Profile extends CustomerProfile {
+  id: string;
+}
+
+interface Scope {
+  service: MarketService;
+  profile: Profile;
+}
+
+/** browse: visible is enough (operators, plans, …); execute: the customer must be able to buy it now. */
+type Gate = 'browse' | 'execute';
+
+function refuse(rejection: Rejection, ctx: RequestContext, country: string): { ok: false; reply: Reply } {
+  const reply = errorOf(rejection);
+  if (rejection.code !== 'MAINTENANCE') return { ok: false, reply };
+  const endsAtMs = maintenanceEndsAtMs(country, ctx.nowMs) ?? ctx.nowMs;
+  return { ok: false, reply: { ...reply, headers: { 'Retry-After': String(Math.max(1, Math.ceil((endsAtMs - ctx.nowMs) / 1000))) } } };
+}
+
+function ok(data: unknown, headers?: Record<string, string>): Reply {
+  return { status: 200, json: JSON.stringify({ data }), ...(headers === undefined ? {} : { headers }) };
+}
+
+/** The customer the request acts for, with the home country and KYC level resolution needs. */
+async function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Promise<Result<Profile>> {
+  const id = actingCustomer(ctx, named);
+  if (isRejection(id)) return { ok: false, reply: errorOf(id) };
+  const partition = partitionOf(id, 'customer');
+  if (isRejection(partition)) return { ok: false, reply: errorOf(partition) };
+  const reply = await command(deps, ctx, partition, { k: 'customer.get', id });
+  if (reply.status !== 200 || reply.json === undefined) return { ok: false, reply };
+  const data = (JSON.parse(reply.json) as { data?: { country_code?: unknown; kyc_level?: unknown } }).data;
+  if (typeof data?.country_code !== 'string' || typeof data.kyc_level !== 'number') {
+    throw new Error('customer.get must answer country_code (string) and kyc_level (number)');
+  }
+  return { ok: true, value: { id, homeCountry: data.country_code, kycLevel: data.kyc_level } };
+}
+
+function noSuchService(code: string): Reply {
+  return errorOf(reject('NOT_FOUND', `No service ${JSON.stringify(code)}.`));
+}
+
+async function scopeOf(deps: ApiDeps, ctx: RequestContext, input: { code: string; country: string; customerId: string | undefined; gate: Gate }): Promise<Result<Scope>> {
+  const { code } = input;
+  if (!isServiceCode(code)) return { ok: false, reply: noSuchService(code) };
+  const country = input.country.toUpperCase();
+  const profile = await profileOf(deps, ctx, input.customerId);
+  if (!profile.ok) return profile;
+  const rejection = purchaseRejection({ country, code, customer: profile.value, nowMs: ctx.nowMs });
+  if (rejection !== null && !(input.gate === 'browse' && rejection.code === 'SERVICE_NOT_EXECUTABLE')) return refuse(rejection, ctx, country);
+  const service = marketService(country, code);
+  if (service === undefined) throw new Error(`purchaseRejection passed ${code} in ${country}, which is not offered`);
+  return { ok: true, value: { service, profile: profile.value } };
+}
+
+function railFailure(ctx: RequestContext, service: MarketService): Reply | null {
+  if (!railDown(ctx.owner, service.code, service.country)) return null;
+  return errorOf(reject('PROVIDER_FAILURE', `The ${service.code} rail in ${service.country} is not answering; retry shortly.`));
+}
+
+function queryOf(ctx: RequestContext, name: string): string | undefined {
+  return ctx.query.get(name) ?? undefined;
+}
+
+async function listCatalogue(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
+  const country = (queryOf(ctx, 'country') ?? '').toUpperCase();
+  if (findCountry(country)?.services_enabled !== true || !isServiceMarket(country)) {
+    return errorOf(reject('NOT_FOUND', `Country ${country} is not served or sells no services.`));
+  }
+  const profile = await profileOf(deps, ctx, queryOf(ctx, 'customer_id'));
+  if (!profile.ok) return profile.reply;
+  if (!serviceEligible(profile.value.homeCountry, country)) {
+    return errorOf(reject('SERVICE_COUNTRY_NOT_ELIGIBLE', `Customers from ${profile.value.homeCountry} cannot buy services in ${country}.`));
+  }
+  if (inMaintenance(country, ctx.nowMs)) return refuse(reject('MAINTENANCE', `The ${country} catalogue is under maintenance.`), ctx, country).reply;
+  return ok({ country_code: country, items: catalogueFor(country, profile.value) }, { 'Cache-Control': CATALOGUE_CACHE_CONTROL });
+}
+
+async function availability(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
+  const code = ctx.params.code ?? '';
+  if (!isServiceCode(code)) return noSuchService(code);
+  const profile = await profileOf(deps, ctx, queryOf(ctx, 'customer_id'));
+  if (!profile.ok) return profile.reply;
+  const items = eligibleServiceCountries(profile.value.homeCountry).flatMap((country) => {
+    const service = marketService(country, code);
+    const market = findCountry(country);
+    if (service === undefined || market === undefined) return [];
+    const access = resolveAccess(service, profile.value);
+    if (!access.visible) return [];
+    const closed = inMaintenance(country, ctx.nowMs);
+    return [{
+      country_code: country,
+      name: market.name,
+      flag_emoji: market.flag_emoji,
+      currency: service.currency,
+      state: closed ? 'maintenance' : service.state,
+      access: { visible: true, executable: access.executable && !closed },
+      availability: closed ? { status: 'maintenance', reason: 'catalogue_maintenance' } : access.availability,
+    }];
+  });
+  const preferred = items.find((i) => i.access.executable) ?? items[0];
+  return ok({ service_code: code, customer_id: profile.value.id, home_country: profile.value.homeCountry, default_country_code: preferred?.country_code ?? null, items });
+}
+
+function paymentMethods(scope: Scope, amountText: string | undefined): Reply {
+  const { service, profile } = scope;
+  const amountMinor = amountText === undefined ? null : Number(amountText);
+  const payingCurrency = findCountry(profile.homeCountry)?.currency_code ?? service.currency;
+  const rules = methodRules(profile.homeCountry);
+  const items = acceptedPaymentMethods(service.country, service.code).flatMap((method) => {
+    const fee = serviceFeeRule(service.country, service.code, method);
+    if (fee === undefined) return [];
+    const rule = rules.find((r) => r.method === method);
+    let reason: string | null = null;
+    if (rule === undefined) reason = 'not_offered_in_country';
+    else if (!rule.selectable) reason = 'funding_instrument';
+    else if (!rule.enabled) reason = 'not_enabled_in_country';
+    else if (profile.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
+    return [{
+      method,
+      selectable: reason === null,
+      reason,
+      min_amount_minor: rule?.min_amount_minor ?? null,
+      max_amount_minor: rule?.max_amount_minor ?? null,
+      fee: { ...fee, currency: service.currency },
+      fee_minor: amountMinor === null ? null : serviceFeeMinor(service.country, service.code, method, amountMinor),
+    }];
+  });
+  return ok({ service_code: service.code, country_code: service.country, customer_id: profile.id, paying_currency: payingCurrency, currency: service.currency, items });
+}
+
+function operatorRequired(service: MarketService): Rejection {
+  const codes = operatorsOf(service.country, service.code).map((o) => o.code).join(', ');
+  const byPhone = service.recipient === 'phone' ? ' (or pass phone to resolve it from the number)' : '';
+  return reject('VALIDATION', `operator is required for ${service.code} in ${service.country}${byPhone}: one of ${codes}.`);
+}
+
+/** The plan listing's operator: named, else the phone's network, else the only operator there is. */
+function plansOperator(service: MarketService, named: string | undefined, phone: string | undefined): string | Rejection {
+  if (named !== undefined) {
+    const code = named.toUpperCase();
+    if (findOperator(service.country, service.code, code) === undefined) return reject('VALIDATION', `operator ${code} does not sell ${service.code} in ${service.country}.`);
+    if (phone === undefined) return code;
+  }
+  let carrier: string | null = null;
+  if (phone !== undefined && service.recipient === 'phone') {
+    const checked = validatePhone(phone, service.country, service.code);
+    if (!checked.valid) return reject('VALIDATION', `phone: ${checked.messages.join(' ')}`);
+    carrier = checked.carrier;
+  }
+  // A named operator wins over the number's prefix: ported numbers keep their prefix.
+  if (named !== undefined) return named.toUpperCase();
+  if (carrier !== null) return carrier;
+  const operators = operatorsOf(service.country, service.code);
+  const [only] = operators;
+  if (operators.length === 1 && only !== undefined) return only.code;
+  return operatorRequired(service);
+}
+
+function listPlans(ctx: RequestContext, service: MarketService): Reply {
+  const operator = plansOperator(service, queryOf(ctx, 'operator'), queryOf(ctx, 'phone'));
+  if (isRejection(operator)) return errorOf(operator);
+  const accountRef = queryOf(ctx, 'account_ref');
+  if (accountRef !== undefined && service.recipient !== 'phone') {
+    const problem = accountRefProblem(service, accountRef);
+    if (problem !== null) return errorOf(reject('VALIDATION', problem));
+  }
+  const down = railFailure(ctx, service);
+  if (down !== null) return down;
+  const kind = queryOf(ctx, 'kind') ?? 'plans';
+  let items: readonly Plan[];
+  // Rates are what an open-amount catalogue quotes per destination: its open_amount plan. The sandbox
+  // prices every phone and account alike, so phone and account_ref only pick and check the operator.
+  if (kind === 'rates') items = service.pricing === 'open' ? plansOfKind(service.country, service.code, operator, 'plans') : [];
+  else items = plansOfKind(service.country, service.code, operator, kind === 'packages' ? 'packages' : 'plans');
+  return ok({ service_code: service.code, country_code: service.country, operator_code: operator, kind, presentation: pickerFor(items), items });
+}
+
+interface ValidateInputs {
+  operatorCode: string | null;
+  meterType: string | null;
+  productCode: string | null;
+  phone: PhoneValidation | null;
+}
+
+function validationError(message: string): Rejection {
+  return reject('VALIDATION_ERROR', message);
+}
+
+/** Everything validate checks before it may call the rail; a phone that is not possible stops here. */
+function validateInputs(service: MarketService, body: ServiceValidateBody, accountRef: string): ValidateInputs | Rejection {
+  let operatorCode = body.operator_code?.toUpperCase() ?? null;
+  if (operatorCode !== null && findOperator(service.country, service.code, operatorCode) === undefined) {
+    return validationError(`operator_code ${operatorCode} does not sell ${service.code} in ${service.country}.`);
+  }
+  let phone: PhoneValidation | null = null;
+  if (service.recipient === 'phone') {
+    phone = validatePhone(accountRef, service.country, service.code);
+    if (!phone.valid) return validationError(`account_ref is not a reachable ${service.country} mobile number: ${phone.messages.join(' ')}`);
+    operatorCode ??= phone.carrier;
+  } else {
+    const problem = accountRefProblem(service, accountRef);
+    if (problem !== null) return validationError(problem);
+  }
+  if (operatorCode === null) {
+    const operators = operatorsOf(service.country, service.code);
+    const [only] = operators;
+    if (operators.length !== 1 || only === undefined) return validationError(`operator_code is required: one of ${operators.map((o) => o.code).join(', ')}.`);
+    operatorCode = only.code;
+  }
+  const variants = variantsOf(service.country, service.code);
+  let meterType = body.meter_type ?? null;
+  if (meterType !== null && !variants.some((v) => v.code === meterType)) {
+    return validationError(variants.length === 0 ? `${service.code} in ${service.country} has no meter types.` : `meter_type must be one of ${variants.map((v) => v.code).join(', ')}.`);
+  }
+  const [onlyVariant] = variants;
+  if (meterType === null && variants.length === 1 && onlyVariant !== undefined) meterType = onlyVariant.code;
+  if (meterType === null && variants.length > 1) return validationError(`meter_type is required: one of ${variants.map((v) => v.code).join(', ')}.`);
+  const productCode = body.product_code ?? null;
+  if (productCode !== null) {
+    const plan = findPlan(service.country, service.code, productCode);
+    if (plan === undefined || (plan.operator_code !== '' && plan.operator_code !== operatorCode)) {
+      return validationError(`product_code ${productCode} is not a plan of ${operatorCode} for ${service.code} in ${service.country}.`);
+    }
+  }
+  return { operatorCode, meterType, productCode, phone };
+}
+
+async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
+  const body = (ctx.body ?? {}) as ServiceValidateBody;
+  const code = ctx.params.code ?? '';
+  if (!isServiceCode(code)) return noSuchService(code);
+  if (body.country_code === undefined) return errorOf(validationError('country_code is required.'));
+  const accountRef = body.account_ref?.trim() ?? '';
+  if (accountRef === '') return errorOf(validationError('account_ref is required.'));
+  const scope = await scopeOf(deps, ctx, { code, country: body.country_code, customerId: body.customer_id, gate: 'execute' });
+  if (!scope.ok) return scope.reply;
+  const { service } = scope.value;
+  const inputs = validateInputs(service, body, accountRef);
+  if (isRejection(inputs)) return errorOf(inputs);
+  const down = railFailure(ctx, service);
+  if (down !== null) return down;
+  // When the phone check normalised the number, the rail looks up (and the order reuses) that form.
+  const lookup = lookupAccount({ service: service.code, country: service.country, operatorCode: inputs.operatorCode, accountRef: inputs.phone?.normalized ?? accountRef, meterType: inputs.meterType });
+  if (!lookup.valid) return errorOf(validationError(`The ${service.code} rail rejected ${accountRef}: ${lookup.reason ?? 'not found'}.`));
+  return ok({
+    service_code: service.code,
+    country_code: service.country,
+    account_ref: accountRef,
+    operator_code: inputs.operatorCode,
+    meter_type: inputs.meterType,
+    product_code: inputs.productCode,
+    valid: lookup.valid,
+    customer_name: lookup.customerName,
+    address: lookup.address,
+    serviceability: { serviceable: lookup.serviceable, reason: lookup.reason },
+    phone_validation: inputs.phone,
+    validated_at: new Date(ctx.nowMs).toISOString(),
+  });
+}
+
+function switchRail(ctx: RequestContext): Reply {
+  const body = ctx.body as RailSwitchBody;
+  const code: ServiceCode = body.service_code;
+  if (marketService(body.country, code) === undefined) return errorOf(reject('SERVICE_UNAVAILABLE', `${code} is not offered in ${body.country}.`));
+  setRailDown(ctx.owner, code, body.country, body.down);
+  return ok({ service_code: code, country: body.country, down: railDown(ctx.owner, code, body.country) });
+}
+
+export function serviceCatalogueRoutes(deps: ApiDeps): RouteDef[] {
+  const perService = (gate: Gate, then: (scope: Scope, ctx: RequestContext) => Reply, fixedCode?: ServiceCode): RouteDef['handle'] => async (ctx) => {
+    const code = fixedCode ?? ctx.params.code ?? '';
+    const scope = await scopeOf(deps, ctx, { code, country: queryOf(ctx, 'country') ?? '', customerId: queryOf(ctx, 'customer_id'), gate });
+    return scope.ok ? then(scope.value, ctx) : scope.reply;
+  };
+  const browseErrors = ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'MAINTENANCE'];
+  const base = { auth: 'key', family: 'services' } as const;
+  return [
+    {
+      ...base, method: 'GET', path: '/v1/services', summary: 'Catalogue of a service country, resolved for the customer',
+      query: ServiceCountryQuery, response: Catalogue, errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'MAINTENANCE'],
+      handle: (ctx) => listCatalogue(deps, ctx),
+    },
+    // One literal path per service code rather than /v1/services/:code, so that GET /v1/services/quote
+    // and /v1/services/orders (POST-only routes) answer 405 with `Allow: POST`, not a GET 404.
+    ...SERVICE_CODES.map((code): RouteDef => ({
+      ...base, method: 'GET', path: `/v1/services/${code}`, summary: `Service definition of ${code}: steps, validation, limits, country context, form schema and rules`,
+      query: ServiceCountryQuery, response: ServiceDefinition, errors: [...browseErrors, 'SERVICE_NOT_EXECUTABLE'],
+      handle: perService('execute', (scope) => ok(serviceDefinition(scope.service, scope.profile)), code),
+    })),
+    {
+      ...base, method: 'GET', path: '/v1/services/:code/availability', summary: 'Service countries where this customer may buy the service, with state per country',
+      query: ServiceAvailabilityQuery, response: ServiceAvailability, errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: (ctx) => availability(deps, ctx),
+    },
+    {
+      ...base, method: 'GET', path: '/v1/services/:code/payment-methods', summary: 'Payment methods for a service and country, with the fee of each',
+      query: ServicePaymentMethodsQuery, response: ServicePaymentMethods, errors: browseErrors,
+      handle: perService('browse', (scope, ctx) => paymentMethods(scope, queryOf(ctx, 'amount_minor'))),
+    },
+    {
+      ...base, method: 'GET', path: '/v1/services/:code/operators', summary: 'Operators of a service in a country',
+      query: ServiceCountryQuery, response: OperatorList, errors: [...browseErrors, 'PROVIDER_FAILURE'],
+      handle: perService('browse', (scope, ctx) => railFailure(ctx, scope.service)
+        ?? ok({ service_code: scope.service.code, country_code: scope.service.country, items: operatorsOf(scope.service.country, scope.service.code) })),
+    },
+    {
+      ...base, method: 'GET', path: '/v1/services/:code/plans', summary: 'Plans of an operator (tabs or select picker); open-amount services answer open_amount',
+      query: ServicePlansQuery, response: PlanList, errors: [...browseErrors, 'PROVIDER_FAILURE'],
+      handle: perService('browse', (scope, ctx) => listPlans(ctx, scope.service)),
+    },
+    {
+      ...base, method: 'GET', path: '/v1/services/:code/variants', summary: 'Variants (meter types) of a service in a country',
+      query: ServiceCountryQuery, response: VariantList, errors: [...browseErrors, 'PROVIDER_FAILURE'],
+      handle: perService('browse', (scope, ctx) => railFailure(ctx, scope.service)
+        ?? ok({ service_code: scope.service.code, country_code: scope.service.country, items: variantsOf(scope.service.country, scope.service.code) })),
+    },
+    {
+      ...base, method: 'POST', path: '/v1/services/:code/validate', summary: 'Verify a recipient on the rail (phone checks first for airtime and data)',
+      body: ServiceValidateBody, response: ValidationResult,
+      errors: ['VALIDATION', 'VALIDATION_ERROR', 'NOT_FOUND', 'FORBIDDEN', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'MAINTENANCE', 'PROVIDER_FAILURE'],
+      handle: (ctx) => validate(deps, ctx),
+    },
+    {
+      method: 'POST', path: '/v1/test_helpers/services/rails', summary: "Sandbox: take a service rail down (or up) for this account (not durable)",
+      auth: 'key', family: 'test_helpers', sandboxOnly: true, body: RailSwitchBody, response: RailSwitch, errors: ['VALIDATION', 'SERVICE_UNAVAILABLE'],
+      handle: switchRail,
+    },
+  ];
+}

@@ -1,0 +1,209 @@
+// Fulfilment of paid service orders: dispatch to the sandbox rail, its answers (delivered, failed,
+// timeout, controlled retry, funding failure, manual hold), reconciliation, refunds and operator
+// resolution. Runs inside shard workers; every answer arrives as a command after the rail latency.
+// Invariant: a dispatched purchase is never bought twice: unknown is settled by requery, and a
+// restart asks the rail about the same provider_reference instead of dispatching again.
+import assert from 'node:assert/strict';
+import { reject } from '../../errors.ts';
+import { systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
+import { railAnswer } from '../../rails/sandbox-fulfilment.ts';
+import { fulfilmentSnapshot, requeryOutcome } from '../../rails/sandbox-services.ts';
+import type { ServiceCode } from '../../catalogue/services.ts';
+import type { WalEvent } from '../events.ts';
+import type { Command, CommandBody } from '../protocol.ts';
+import type { ServiceOrder } from '../state.ts';
+import { okReply, outboxEvent, rejected, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { moveOrder } from './orders.ts';
+import { movePayment, moveTransaction, releaseUsage } from './transactions.ts';
+
+const REQUERY_AFTER_MS = 200;
+
+function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
+  return { afterMs, cmd: { ...body, owner: order.owner, nowMs: ctx.nowMs, partition } };
+}
+
+const recipientOf = (order: ServiceOrder): string => order.accountRef ?? order.phone ?? '';
+const ignored = (why: string): Outcome => rejected(reject('CONFLICT', why));
+const done = (): ReturnType<typeof okReply> => okReply(200, {});
+
+function orderOf(ctx: HandlerContext, id: string): ServiceOrder | undefined {
+  return ctx.state.orders.get(id);
+}
+
+/** Payment confirmed: the order moves to fulfilling and the purchase is dispatched to the rail. */
+export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, event: 'payment.settled' | 'retry.dispatch'): { events: WalEvent[]; effects: Effect[] } | null {
+  const attempt = order.dispatchAttempt + 1;
+  const providerReference = `SVC-${order.id.slice(-12)}-${attempt}`;
+  const moved = moveOrder(order, { type: event, atMs: ctx.nowMs }, { providerReference, dispatchAttempt: attempt });
+  if (moved === null) return null;
+  const events: WalEvent[] = [moved];
+  const txn = ctx.state.transactions.get(order.transactionId)!;
+  if (txn.status === 'pending') events.push(moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs })!);
+  return { events, effects: [later(ctx, order, partition, { k: 'order.rail', id: order.id, attempt }, ctx.railLatencyMs)] };
+}
+
+/** A wallet-paid order's funds are confirmed (held): dispatch. */
+export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  if (order === undefined || order.status !== 'awaiting_payment') return ignored('order is not awaiting payment');
+  const dispatched = dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
+  assert(dispatched !== null, 'fulfilment: awaiting_payment accepts payment.settled');
+  return { events: dispatched.events, reply: done, effects: dispatched.effects };
+}
+
+/** Delivered: snapshot in, service transaction completed, funds posted (wallet hold) and the fee taken. */
+function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.delivered' | 'reconcile' | 'operator.resolve'): WalEvent[] {
+  const event = via === 'rail.delivered' ? { type: via, atMs: ctx.nowMs } as const : { type: via, atMs: ctx.nowMs, outcome: 'delivered' } as const;
+  const snapshot = fulfilmentSnapshot({
+    service: order.serviceCode as ServiceCode,
+    country: order.countryCode,
+    operatorCode: order.operatorCode ?? '',
+    orderId: order.id,
+    recipient: recipientOf(order),
+    providerCostMinor: order.providerCostMinor,
+    currency: order.destinationCurrency,
+    meterType: order.meterType,
+    planCode: order.productCode,
+    atMs: ctx.nowMs,
+  });
+  const moved = moveOrder(order, event, { fulfillmentSnapshot: snapshot });
+  assert(moved !== null, `fulfilment: ${order.status} accepts ${via}`);
+  const txn = ctx.state.transactions.get(order.transactionId)!;
+  const txnEvent = via === 'reconcile' ? { type: 'reconcile', atMs: ctx.nowMs, outcome: 'completed' } as const : { type: 'settle', atMs: ctx.nowMs } as const;
+  const events: WalEvent[] = [moved];
+  const ops: LedgerOp[] = [];
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const paymentTxn = ctx.state.transactions.get(order.paymentTransactionId)!;
+  if (payment.method === 'wallet' && paymentTxn.holdStatus === 'held' && paymentTxn.holdId !== null) {
+    ops.push({ op: 'commit', id: paymentTxn.holdId });
+    events.push(moveTransaction(paymentTxn, { type: 'settle', atMs: ctx.nowMs }, { holdStatus: 'posted' })!, movePayment(payment, { type: 'settle', atMs: ctx.nowMs })!);
+  }
+  if (order.feeMinor > 0) {
+    ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: systemAccountId('service_payables', order.currency), cr: systemAccountId('fees', order.currency), amt: order.feeMinor, cur: order.currency });
+  }
+  if (ops.length > 0) events.unshift({ t: 'ledger', ops, atMs: ctx.nowMs });
+  const settled = moveTransaction(txn, txnEvent);
+  if (settled !== null) events.push(settled);
+  events.push(outboxEvent(ctx, 'service_order.completed', txn, { status: 'completed', order_id: order.id, service_code: order.serviceCode, provider_reference: order.providerReference }));
+  return events;
+}
+
+/**
+ * The purchase definitively failed: the service transaction fails (stage fulfilment). A wallet hold is
+ * released and the order is failed; money collected by card or bank transfer goes back through a refund.
+ */
+function failedEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, via: 'rail.failed' | 'reconcile' | 'rail.funding_failed' | 'operator.resolve', message: string): { events: WalEvent[]; effects: Effect[] } {
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const txn = ctx.state.transactions.get(order.transactionId)!;
+  const failure = { code: 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message };
+  const events: WalEvent[] = [];
+  const effects: Effect[] = [];
+  const refundPath = via === 'rail.funding_failed' || via === 'operator.resolve' || payment.method !== 'wallet';
+  let moved: WalEvent | null;
+  if (via === 'rail.funding_failed') moved = moveOrder(order, { type: via, atMs: ctx.nowMs });
+  else if (via === 'operator.resolve') moved = moveOrder(order, { type: via, atMs: ctx.nowMs, outcome: 'failed' });
+  else if (via === 'reconcile') moved = moveOrder(order, { type: via, atMs: ctx.nowMs, outcome: 'failed' });
+  else moved = moveOrder(order, refundPath ? { type: 'refund.start', atMs: ctx.nowMs } : { type: 'rail.failed', atMs: ctx.nowMs });
+  assert(moved !== null, `fulfilment: ${order.status} accepts ${via}`);
+  events.push(moved);
+  const txnMoved = moveTransaction(txn, via === 'reconcile' ? { type: 'reconcile', atMs: ctx.nowMs, outcome: 'failed' } : { type: 'fail', atMs: ctx.nowMs, code: 'PROVIDER_ERROR' }, { failure });
+  if (txnMoved !== null) events.push(txnMoved);
+  events.push(...releaseUsage(ctx, txn));
+  if (via === 'reconcile') {
+    // Straight to failed (no refund_pending step): give the money back in this same record.
+    if (payment.method === 'wallet') events.push(...releaseWalletHold(ctx, order));
+    else events.unshift(refundPost(ctx, order));
+  } else if (refundPath) effects.push(later(ctx, order, partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs));
+  else events.push(...releaseWalletHold(ctx, order));
+  events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: failure.stage } }));
+  return { events, effects };
+}
+
+/** Voids a wallet-paid order's hold: the customer's money was never taken. */
+function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[] {
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const paymentTxn = ctx.state.transactions.get(order.paymentTransactionId)!;
+  if (paymentTxn.holdStatus !== 'held' || paymentTxn.holdId === null) return [];
+  const failure = { code: 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message: 'The purchase failed; the held funds were released.' };
+  return [
+    { t: 'ledger', ops: [{ op: 'void', id: paymentTxn.holdId }], atMs: ctx.nowMs },
+    moveTransaction(paymentTxn, { type: 'fail', atMs: ctx.nowMs, code: 'PROVIDER_ERROR' }, { failure, holdStatus: 'released' })!,
+    movePayment(payment, { type: 'fail', atMs: ctx.nowMs })!,
+  ];
+}
+
+/** The rail's answer to a dispatch (or to a requery after a restart: the same reference, the same answer). */
+export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  if (order === undefined || order.status !== 'fulfilling' || order.dispatchAttempt !== cmd.attempt) return ignored('order is not awaiting this dispatch');
+  const answer = railAnswer(recipientOf(order), cmd.attempt);
+  switch (answer) {
+    case 'delivered':
+      return { events: deliveredEvents(ctx, order, 'rail.delivered'), reply: done };
+    case 'failed': {
+      const failed = failedEvents(ctx, order, cmd.partition, 'rail.failed', 'The fulfilment rail refused the purchase.');
+      return { events: failed.events, reply: done, effects: failed.effects };
+    }
+    case 'funding_failed': {
+      const failed = failedEvents(ctx, order, cmd.partition, 'rail.funding_failed', 'The rail could not fund the purchase.');
+      return { events: failed.events, reply: done, effects: failed.effects };
+    }
+    case 'timeout': {
+      const txn = ctx.state.transactions.get(order.transactionId)!;
+      const events = [moveOrder(order, { type: 'rail.timeout', atMs: ctx.nowMs })!, moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs })!];
+      return { events, reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.reconcile', id: order.id }, ctx.railLatencyMs + REQUERY_AFTER_MS)] };
+    }
+    case 'retry':
+      return { events: [moveOrder(order, { type: 'rail.retry', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.retry', id: order.id }, ctx.railLatencyMs)] };
+    case 'manual':
+      return { events: [moveOrder(order, { type: 'rail.manual', atMs: ctx.nowMs })!], reply: done };
+  }
+}
+
+/** Reconciliation of an unknown order: requery the rail for the same provider_reference. */
+export function reconcileOrder(ctx: HandlerContext, cmd: Command & { k: 'order.reconcile' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  if (order === undefined || order.status !== 'unknown') return ignored('order is not unknown');
+  const outcome = requeryOutcome(recipientOf(order));
+  assert(outcome === 'delivered', 'fulfilment: the sandbox requery finds purchases delivered');
+  return { events: deliveredEvents(ctx, order, 'reconcile'), reply: done };
+}
+
+export function retryOrder(ctx: HandlerContext, cmd: Command & { k: 'order.retry' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  if (order === undefined || order.status !== 'retry_required') return ignored('order is not waiting for a retry');
+  const dispatched = dispatchEvents(ctx, order, cmd.partition, 'retry.dispatch');
+  assert(dispatched !== null);
+  return { events: dispatched.events, reply: done, effects: dispatched.effects };
+}
+
+/** The refund path: provider_funding_failure → refund_pending → refunded (money back to the payer). */
+export function refundOrder(ctx: HandlerContext, cmd: Command & { k: 'order.refund' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  if (order === undefined) return ignored('no such order');
+  if (order.status === 'provider_funding_failure') {
+    return { events: [moveOrder(order, { type: 'refund.start', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs)] };
+  }
+  if (order.status !== 'refund_pending') return ignored('order has no refund in progress');
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const events: WalEvent[] = [moveOrder(order, { type: 'refund.completed', atMs: ctx.nowMs })!];
+  if (payment.method === 'wallet') events.push(...releaseWalletHold(ctx, order));
+  else if (payment.status === 'completed') events.unshift(refundPost(ctx, order));
+  return { events, reply: done };
+}
+
+/** Money collected for the order (card, bank transfer) goes back to the payer through collection clearing. */
+function refundPost(ctx: HandlerContext, order: ServiceOrder): WalEvent {
+  const op: LedgerOp = { op: 'post', id: ctx.mintId(), txn: order.transactionId, dr: systemAccountId('service_payables', order.currency), cr: systemAccountId('collection_clearing', order.currency), amt: order.customerAmountMinor, cur: order.currency };
+  return { t: 'ledger', atMs: ctx.nowMs, ops: [op] };
+}
+
+/** An operator's decision on an order held for manual fulfilment (kobo orders resolve). */
+export function resolveOrder(ctx: HandlerContext, cmd: Command & { k: 'order.resolve' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  if (order === undefined) return rejected(reject('NOT_FOUND', 'No such service order.'));
+  if (order.status !== 'manual_fulfilment') return rejected(reject('CONFLICT', `Order is ${order.status}, not held for manual fulfilment.`));
+  if (cmd.outcome === 'delivered') return { events: deliveredEvents(ctx, order, 'operator.resolve'), reply: done };
+  const failed = failedEvents(ctx, order, cmd.partition, 'operator.resolve', 'An operator failed the purchase.');
+  return { events: failed.events, reply: done, effects: failed.effects };
+}

@@ -1,0 +1,259 @@
+// Service orders: create (quote binding, limits, funds, collection opened), read (full and status
+// projection), cancel before fulfilment. Runs inside shard workers; fulfilment lives in fulfilment.ts.
+// Invariant: an order has a service transaction (ledger truth) and a payment with its own transaction;
+// a wallet-paid order's funds are held from creation until the outcome posts or releases them.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { reject } from '../../errors.ts';
+import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
+import { nextStatus } from '../../../machines/step.ts';
+import { orderMachine, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
+import { COMPLIANCE_DENIED_COST_MINOR } from '../../rails/sandbox-fulfilment.ts';
+import type { WalEvent } from '../events.ts';
+import type { Command } from '../protocol.ts';
+import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
+import { checkoutUrl, paymentView } from '../views.ts';
+import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { methodsFor, sandboxAccountNumber } from './payments.ts';
+import { moveTransaction, newTransaction, movePayment, releaseUsage } from './transactions.ts';
+import type { FailureCode, TransactionEvent } from '../../../machines/transaction.machine.ts';
+import { boundQuote, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function moveOrder(order: ServiceOrder, event: OrderEvent, extra: { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number } = {}): WalEvent | null {
+  const status = nextStatus(orderMachine, order.status, {}, event);
+  if (status === null) return null;
+  return { t: 'order.moved', id: order.id, status: status as OrderStatus, atMs: event.atMs, ...extra };
+}
+
+export function orderView(o: ServiceOrder): object {
+  return {
+    id: o.id,
+    object: 'service_order',
+    transaction_id: o.transactionId,
+    payment_transaction_id: o.paymentTransactionId,
+    country_code: o.countryCode,
+    service_code: o.serviceCode,
+    status: o.status,
+    customer_amount_minor: o.customerAmountMinor,
+    fee_minor: o.feeMinor,
+    provider_cost_minor: o.providerCostMinor,
+    currency: o.currency,
+    destination_currency: o.destinationCurrency,
+    operator_code: o.operatorCode,
+    meter_type: o.meterType,
+    account_ref: o.accountRef,
+    phone: o.phone,
+    product_code: o.productCode,
+    provider_reference: o.providerReference,
+    idempotency_key: o.idempotencyKey,
+    quote_id: o.quoteId,
+    fulfillment_snapshot: o.fulfillmentSnapshot,
+    pricing_snapshot: o.pricingSnapshot,
+    metadata: o.metadata,
+    customer_id: o.customerId,
+    created_at: iso(o.createdAtMs),
+    updated_at: iso(o.updatedAtMs),
+  };
+}
+
+export function orderStatusView(o: ServiceOrder): object {
+  return {
+    id: o.id,
+    status: o.status,
+    transaction_id: o.transactionId,
+    payment_transaction_id: o.paymentTransactionId,
+    provider_reference: o.providerReference,
+    fulfillment_snapshot: o.fulfillmentSnapshot,
+    updated_at: iso(o.updatedAtMs),
+  };
+}
+
+function createResponse(order: ServiceOrder, payment: Payment): object {
+  const view = paymentView(payment) as { provider: { instructions?: object } };
+  return {
+    order: orderView(order),
+    payment: { id: payment.id, transaction_id: payment.transactionId, method: payment.method, status: payment.status },
+    checkout_url: payment.method === 'card' ? checkoutUrl(payment) : null,
+    instructions: payment.method === 'bank_transfer' ? (view.provider.instructions ?? null) : null,
+  };
+}
+
+/** Holds and messages for the order's collection: the wallet hold, or a card/bank-transfer payment. */
+export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.create' }): Outcome {
+  const req = cmd.body;
+  const customer = customerFor(ctx, cmd, req.customerId);
+  if (isRejection(customer)) return rejected(customer);
+  // Screening runs first: a blocked order is refused whatever else is wrong with it.
+  if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
+  const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true });
+  if (isRejection(svc)) return rejected(svc);
+  const pricing = req.quoteId === null ? priceService(customer, svc, req) : boundQuote(ctx, cmd, req, req.quoteId);
+  if (isRejection(pricing)) return rejected(pricing);
+  if (req.quoteId === null && pricing.crossCurrency) {
+    return rejected(reject('FX_QUOTE_UNAVAILABLE', `The customer pays in ${pricing.sourceCurrency} for a ${pricing.destinationCurrency} service: quote first and send quote_id.`));
+  }
+  const method = methodsFor(customer).find((m) => m.method === req.paymentMethod);
+  if (!(SERVICE_PAYMENT_METHODS as readonly string[]).includes(req.paymentMethod) || method === undefined || !method.selectable) {
+    return rejected(reject('METHOD_NOT_SELECTABLE', `payment_method ${req.paymentMethod} cannot pay for services for this customer.`));
+  }
+  const over = limitRejection(customer, pricing.sourceCurrency, pricing.customerAmountMinor, ctx.nowMs);
+  if (over !== null) return rejected(over);
+  const walletId = customer.wallets[pricing.sourceCurrency];
+  const wallet = walletId === undefined ? undefined : walletOf(ctx.state, walletId);
+  if (req.paymentMethod === 'wallet' && (wallet === undefined || !canDebit(wallet, pricing.customerAmountMinor))) {
+    return rejected(reject('INSUFFICIENT_FUNDS', `The ${pricing.sourceCurrency} wallet cannot cover ${pricing.customerAmountMinor}.`));
+  }
+  if (wallet === undefined) return rejected(reject('METHOD_NOT_SELECTABLE', `The customer has no ${pricing.sourceCurrency} wallet to pay from.`));
+
+  const orderId = ctx.mintId();
+  const paymentId = ctx.mintId();
+  const base = { owner: cmd.owner, customerId: customer.id, amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency };
+  const serviceTxn = newTransaction(ctx, { ...base, type: 'service', feeMinor: pricing.feeMinor, reference: orderId, paymentId: null });
+  serviceTxn.orderId = orderId;
+  const paymentTxn = newTransaction(ctx, { ...base, type: 'payment', feeMinor: 0, reference: orderId, paymentId });
+  const payment: Payment = {
+    id: paymentId,
+    owner: cmd.owner,
+    customerId: customer.id,
+    transactionId: paymentTxn.id,
+    method: req.paymentMethod as Payment['method'],
+    status: 'pending',
+    amountMinor: pricing.customerAmountMinor,
+    feeMinor: 0,
+    currency: pricing.sourceCurrency,
+    reference: orderId,
+    walletId: wallet.id,
+    instructions: req.paymentMethod === 'bank_transfer'
+      ? { bankName: 'Kobo Sandbox Bank', bankCode: '999', accountNumber: sandboxAccountNumber(paymentId), accountName: `KOBO/${customer.name}`.slice(0, 64), reference: `KOBO-${paymentId.slice(-10)}`, expiresAtMs: ctx.nowMs + 86_400_000 }
+      : null,
+    ...(req.paymentMethod === 'card' ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
+    orderId,
+    createdAtMs: ctx.nowMs,
+    updatedAtMs: ctx.nowMs,
+  };
+  const order: ServiceOrder = {
+    id: orderId,
+    owner: cmd.owner,
+    customerId: customer.id,
+    transactionId: serviceTxn.id,
+    paymentId,
+    paymentTransactionId: paymentTxn.id,
+    countryCode: svc.country,
+    serviceCode: svc.code,
+    status: 'pending',
+    customerAmountMinor: pricing.customerAmountMinor,
+    feeMinor: pricing.feeMinor,
+    providerCostMinor: req.providerCostMinor,
+    currency: pricing.sourceCurrency,
+    destinationCurrency: pricing.destinationCurrency,
+    operatorCode: req.operatorCode,
+    meterType: req.meterType,
+    accountRef: req.accountRef,
+    phone: req.phone,
+    productCode: req.productCode,
+    providerReference: null,
+    idempotencyKey: req.idempotencyKey,
+    quoteId: req.quoteId,
+    fulfillmentSnapshot: null,
+    pricingSnapshot: {
+      source_currency: pricing.sourceCurrency,
+      destination_currency: pricing.destinationCurrency,
+      fx_rate: pricing.fxRate,
+      converted_amount_minor: pricing.convertedAmountMinor,
+      fee_minor: pricing.feeMinor,
+      promotion_discount_minor: pricing.discountMinor,
+      promotion_code: req.promotionCode,
+      cross_currency: pricing.crossCurrency,
+    },
+    metadata: req.metadata,
+    dispatchAttempt: 0,
+    createdAtMs: ctx.nowMs,
+    updatedAtMs: ctx.nowMs,
+  };
+  const opened = moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs });
+  assert(opened !== null, 'orders: a new order accepts payment.opened');
+  const events: WalEvent[] = [
+    { t: 'txn.created', txn: serviceTxn },
+    { t: 'txn.created', txn: paymentTxn },
+    { t: 'payment.created', payment },
+    { t: 'order.created', order },
+    opened,
+    usageEvent(customer, pricing.sourceCurrency, pricing.customerAmountMinor, ctx.nowMs),
+  ];
+  const effects: Effect[] = [];
+  if (req.paymentMethod === 'wallet') {
+    // The inline debit: held now, posted or released with the fulfilment outcome.
+    const holdId = ctx.mintId();
+    const submitted = moveTransaction(paymentTxn, { type: 'submit', atMs: ctx.nowMs }, { holdStatus: 'held', holdId });
+    const paymentMoved = movePayment(payment, { type: 'submit', atMs: ctx.nowMs });
+    assert(submitted !== null && paymentMoved !== null, 'orders: a new wallet payment accepts submit');
+    events.push(
+      { t: 'ledger', atMs: ctx.nowMs, ops: [{ op: 'hold', id: holdId, txn: paymentTxn.id, dr: wallet.id, cr: systemAccountId('service_payables', pricing.sourceCurrency), amt: pricing.customerAmountMinor, cur: pricing.sourceCurrency }] },
+      submitted,
+      paymentMoved,
+    );
+    effects.push({ afterMs: ctx.railLatencyMs, cmd: { k: 'order.paid', id: orderId, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } });
+  }
+  return {
+    events,
+    reply: (state) => okReply(201, createResponse(state.orders.get(orderId)!, state.payments.get(paymentId)!)),
+    effects,
+  };
+}
+
+/** Another customer's, account's or environment's order does not exist for the caller (404, as the spec says). */
+export function orderFor(ctx: HandlerContext, cmd: Command, id: string): ServiceOrder | undefined {
+  const order = ctx.state.orders.get(id);
+  if (order === undefined || order.owner !== cmd.owner || envOf(order.owner) !== envOf(cmd.owner)) return undefined;
+  if (cmd.customerScope != null && cmd.customerScope !== order.customerId) return undefined;
+  return order;
+}
+
+export function getOrder(ctx: HandlerContext, cmd: Command & { k: 'order.get' }): Outcome {
+  const order = orderFor(ctx, cmd, cmd.id);
+  if (order === undefined) return rejected(reject('NOT_FOUND', 'No such service order for this customer.'));
+  return { events: [], reply: () => okReply(200, cmd.projection === 'status' ? orderStatusView(order) : orderView(order)) };
+}
+
+/**
+ * Cancellation before fulfilment (through either of the order's transactions): the order is cancelled,
+ * both transactions fail with CANCELLED, a wallet hold is voided and the day's usage given back.
+ * Null when the order is past the point of cancelling.
+ */
+export function cancelOrderEvents(ctx: HandlerContext, order: ServiceOrder): WalEvent[] | null {
+  const cancelled = moveOrder(order, { type: 'cancel', atMs: ctx.nowMs });
+  if (cancelled === null) return null;
+  const events: WalEvent[] = [cancelled];
+  const failure = { code: 'CANCELLED' as const, stage: 'client' as const, message: 'Cancelled by the client.' };
+  for (const txnId of [order.transactionId, order.paymentTransactionId]) {
+    const txn: Transaction = ctx.state.transactions.get(txnId)!;
+    const held = txn.holdStatus === 'held' && txn.holdId !== null;
+    // A wallet payment's transaction is already processing (its hold placed): it fails with CANCELLED.
+    const event: TransactionEvent = txn.status === 'processing' ? { type: 'fail', atMs: ctx.nowMs, code: 'CANCELLED' } : { type: 'cancel', atMs: ctx.nowMs };
+    const moved = moveTransaction(txn, event, { failure, ...(held ? { holdStatus: 'released' as const } : {}) });
+    if (held) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId! }], atMs: ctx.nowMs });
+    if (moved !== null) events.push(moved);
+  }
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const paymentMoved = movePayment(payment, { type: payment.status === 'processing' ? 'fail' : 'cancel', atMs: ctx.nowMs });
+  if (paymentMoved !== null) events.push(paymentMoved);
+  events.push(...releaseUsage(ctx, ctx.state.transactions.get(order.transactionId)!));
+  return events;
+}
+
+/**
+ * The order's collection failed (card declined, transfer never made): the order fails before any
+ * purchase, its service transaction fails with the payment's code. Usage was given back with the payment.
+ */
+export function orderPaymentFailedEvents(ctx: HandlerContext, order: ServiceOrder, failure: { code: FailureCode; message: string }): WalEvent[] {
+  const moved = moveOrder(order, { type: 'payment.failed', atMs: ctx.nowMs });
+  if (moved === null) return [];
+  const txn = ctx.state.transactions.get(order.transactionId)!;
+  const events: WalEvent[] = [moved];
+  const txnMoved = moveTransaction(txn, { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure: { code: failure.code, stage: 'collection', message: failure.message } });
+  if (txnMoved !== null) events.push(txnMoved);
+  events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: 'collection' } }));
+  return events;
+}
