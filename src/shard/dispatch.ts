@@ -88,7 +88,14 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
       return { reply, events: [], effects: [] };
     }
   }
-  const outcome = decide(ctx, cmd);
+  let outcome: Outcome;
+  try {
+    outcome = decide(ctx, cmd);
+  } catch (error) {
+    // Handlers only read state, so a throw here changed nothing: answer 500 rather than take the
+    // shard (and every partition on it) down. A throw while *applying* events still stops the shard.
+    return { reply: { status: 500, error: { code: 'INTERNAL', message: `The command failed: ${(error as Error).message}` } }, events: [], effects: [] };
+  }
   for (const event of outcome.events) applyEvent(state, event);
   const reply = outcome.reply(state);
   const events = outcome.events;

@@ -220,6 +220,27 @@ describe('orders: errors and binding', () => {
     assert.equal((await api('GET', `/v1/wallets/${c.walletId}`)).body.data.held_minor, 0, 'no rejection holds money');
   });
 
+  it('a method the service does not accept (card for NG betting) → 422 METHOD_NOT_SELECTABLE on quote and order; the server stays up', async () => {
+    const c = await customer(1_000_000);
+    await api('PATCH', `/v1/customers/${c.id}`, { body: { kyc_level: 2 } });
+    const body = { customer_id: c.id, country_code: 'NG', service_code: 'betting', provider_cost_minor: 50_000, currency: 'NGN', payment_method: 'card', account_ref: '12345678' };
+    const quote = await api('POST', '/v1/services/quote', { body });
+    assert.deepEqual([quote.status, quote.body.error?.code], [422, 'METHOD_NOT_SELECTABLE']);
+    const created = await order(body);
+    assert.deepEqual([created.status, created.body.error?.code], [422, 'METHOD_NOT_SELECTABLE']);
+    assert.equal((await api('GET', `/v1/customers/${c.id}`)).status, 200);
+  });
+
+  it('cross-border fee is configured in the service currency: NG customer buying GH airtime pays converted cost + converted fee', async () => {
+    const c = await customer(2_000_000);
+    const body = { customer_id: c.id, country_code: 'GH', service_code: 'airtime', provider_cost_minor: 1_000, currency: 'GHS', payment_method: 'wallet', phone: '+233241234567' };
+    const q = await api('POST', '/v1/services/quote', { body });
+    assert.equal(q.status, 200, JSON.stringify(q.body));
+    assert.equal(q.body.data.source_currency, 'NGN');
+    assert.equal(q.body.data.customer_amount_minor, q.body.data.converted_amount_minor + q.body.data.fee_minor);
+    assert.ok(q.body.data.converted_amount_minor > 1_000 * 90, 'GHS 10.00 is about NGN 1,000');
+  });
+
   it('PIN step-up: 403 PIN_REQUIRED without X-Transaction-Authorization, 201 with it', async () => {
     const c = await customer(1_000_000);
     await api('PATCH', `/v1/customers/${c.id}`, { body: { pin: '2468' } });

@@ -87,7 +87,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   if (isRejection(customer)) return rejected(customer);
   // Screening runs first: a blocked order is refused whatever else is wrong with it.
   if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
-  const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true });
+  const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
   const pricing = req.quoteId === null ? priceService(customer, svc, req) : boundQuote(ctx, cmd, req, req.quoteId);
   if (isRejection(pricing)) return rejected(pricing);

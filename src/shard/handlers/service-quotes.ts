@@ -6,13 +6,14 @@
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { costInSourceMinor, formatRate } from '../../catalogue/fx.ts';
+import { purchaseRejection } from '../../catalogue/services-resolve.ts';
 import {
+  acceptedPaymentMethods,
   countryService,
   findOperator,
   findPlan,
   isServiceCode,
   promotionDiscountMinor,
-  serviceEligible,
   serviceFeeMinor,
   variantsOf,
   type CountryService,
@@ -36,15 +37,19 @@ export interface Pricing {
   crossCurrency: boolean;
 }
 
-/** Everything about the service itself that can be refused before pricing. */
-export function serviceRejection(customer: Customer, req: ServiceRequest, options: { productCode?: string | null; forOrder: boolean }): Rejection | CountryService {
-  if (!isServiceCode(req.serviceCode)) return reject('VALIDATION', `service_code ${req.serviceCode} is not a catalogue code.`);
+/**
+ * Everything about the service itself that can be refused before pricing: the catalogue's whole
+ * purchase gate (offered, eligible, visible, executable for this customer, not in a maintenance
+ * window), then the inputs against the catalogue.
+ */
+export function serviceRejection(customer: Customer, req: ServiceRequest, options: { productCode?: string | null; forOrder: boolean; nowMs: number }): Rejection | CountryService {
+  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel }, nowMs: options.nowMs });
+  if (gate !== null) return gate;
   const svc = countryService(req.countryCode, req.serviceCode);
-  if (svc === undefined) return reject('SERVICE_UNAVAILABLE', `${req.serviceCode} is not offered in ${req.countryCode}.`);
-  if (!serviceEligible(customer.countryCode, req.countryCode)) {
-    return reject('SERVICE_COUNTRY_NOT_ELIGIBLE', `Customers from ${customer.countryCode} cannot buy services in ${req.countryCode}.`);
+  if (svc === undefined || !isServiceCode(req.serviceCode)) return reject('SERVICE_UNAVAILABLE', `${req.serviceCode} is not offered in ${req.countryCode}.`);
+  if (req.paymentMethod !== null && !acceptedPaymentMethods(svc.country, svc.code).includes(req.paymentMethod)) {
+    return reject('METHOD_NOT_SELECTABLE', `${svc.code} in ${svc.country} cannot be paid by ${req.paymentMethod}.`);
   }
-  if (svc.state !== 'active') return reject('SERVICE_NOT_EXECUTABLE', `${req.serviceCode} in ${req.countryCode} is ${svc.state}.`);
   if (req.currency !== svc.currency) return reject('VALIDATION', `currency must be ${svc.currency}, the currency of provider_cost_minor in ${req.countryCode}.`);
   if (req.providerCostMinor < svc.minAmountMinor || req.providerCostMinor > svc.maxAmountMinor) {
     return reject('VALIDATION', `provider_cost_minor must be between ${svc.minAmountMinor} and ${svc.maxAmountMinor} ${svc.currency}.`);
@@ -69,32 +74,33 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
   return svc;
 }
 
+/**
+ * Fees and promotions are configured in the service country's currency and applied to the provider
+ * cost there; for a customer paying in another currency every amount is then converted at the locked
+ * rate (rounded up: the house never delivers value it was not paid for).
+ */
 export function priceService(customer: Customer, svc: CountryService, req: ServiceRequest): Pricing | Rejection {
   const source = findCountry(customer.countryCode)?.currency_code ?? svc.currency;
   const cross = source !== svc.currency;
-  let converted = req.providerCostMinor;
-  let fxRate: string | null = null;
-  if (cross) {
-    const cost = costInSourceMinor(req.providerCostMinor, svc.currency, source);
-    converted = cost.amountMinor;
-    fxRate = formatRate(cost.rate);
-  }
-  const baseFee = serviceFeeMinor(svc.country, svc.code, req.paymentMethod ?? 'wallet', converted);
-  let discount = 0;
+  const method = req.paymentMethod ?? acceptedPaymentMethods(svc.country, svc.code)[0] ?? 'wallet';
+  const baseFeeDest = serviceFeeMinor(svc.country, svc.code, method, req.providerCostMinor);
+  let discountDest = 0;
   if (req.promotionCode !== null) {
-    const found = promotionDiscountMinor(req.promotionCode, svc.country, svc.code, converted);
+    const found = promotionDiscountMinor(req.promotionCode, svc.country, svc.code, req.providerCostMinor);
     if (found === undefined) return reject('VALIDATION', `promotion_code ${req.promotionCode} is not valid for ${svc.code} in ${svc.country}.`);
-    discount = Math.min(found, baseFee);
+    discountDest = Math.min(found, baseFeeDest);
   }
-  const fee = baseFee - discount;
+  const toSource = (amountMinor: number): number => (!cross || amountMinor === 0 ? amountMinor : costInSourceMinor(amountMinor, svc.currency, source).amountMinor);
+  const converted = toSource(req.providerCostMinor);
+  const fee = toSource(baseFeeDest - discountDest);
   return {
     sourceCurrency: source,
     destinationCurrency: svc.currency,
     convertedAmountMinor: converted,
     feeMinor: fee,
-    discountMinor: discount,
+    discountMinor: toSource(discountDest),
     customerAmountMinor: converted + fee,
-    fxRate,
+    fxRate: cross ? formatRate(costInSourceMinor(1, svc.currency, source).rate) : null,
     crossCurrency: cross,
   };
 }
@@ -126,7 +132,7 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   const req = cmd.body;
   const customer = customerFor(ctx, cmd, req.customerId);
   if (isRejection(customer)) return rejected(customer);
-  const svc = serviceRejection(customer, req, { forOrder: false });
+  const svc = serviceRejection(customer, req, { forOrder: false, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
   const pricing = priceService(customer, svc, req);
   if (isRejection(pricing)) return rejected(pricing);
