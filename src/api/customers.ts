@@ -11,7 +11,7 @@ import { PARTITIONS } from '../config.ts';
 import type { Reply, RouteDef } from '../http/types.ts';
 import { Customer, CustomerCreate, CustomerPatch, Wallet } from '../schemas/customer.schema.ts';
 import type { CustomerPatchBody } from '../shard/protocol.ts';
-import { command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { byIdHandler, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
 
 const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -142,12 +142,7 @@ export function customerRoutes(deps: ApiDeps): RouteDef[] {
       family: 'customers',
       response: Customer,
       errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
-      handle: (ctx) => {
-        const id = ctx.params.id ?? '';
-        const partition = partitionOf(id, 'customer');
-        if (isRejection(partition)) return errorOf(partition);
-        return command(deps, ctx, partition, { k: 'customer.get', id });
-      },
+      handle: byIdHandler(deps, 'customer', (id) => ({ k: 'customer.get', id })),
     },
     {
       method: 'PATCH',
@@ -168,12 +163,7 @@ export function customerRoutes(deps: ApiDeps): RouteDef[] {
       family: 'wallets',
       response: Wallet,
       errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
-      handle: (ctx) => {
-        const id = ctx.params.id ?? '';
-        const partition = partitionOf(id, 'wallet');
-        if (isRejection(partition)) return errorOf(partition);
-        return command(deps, ctx, partition, { k: 'wallet.get', id });
-      },
+      handle: byIdHandler(deps, 'wallet', (id) => ({ k: 'wallet.get', id })),
     },
   ];
 }

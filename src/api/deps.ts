@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { reject, statusOf, type Rejection } from '../errors.ts';
 import { partitionOfId } from '../ids.ts';
 import { PARTITIONS } from '../config.ts';
+import { isCurrencyCode } from '../catalogue/currencies.ts';
 import type { ShardPool } from '../shard/pool.ts';
 import type { CommandBody } from '../shard/protocol.ts';
 import type { ControlStore } from '../store/control-store.ts';
@@ -48,6 +49,21 @@ export function actingCustomer(ctx: RequestContext, named: string | undefined): 
   return named;
 }
 
+/** The acting customer and the partition its commands go to, or the error reply refusing the request. */
+export function customerTarget(ctx: RequestContext, named: string | undefined): { customerId: string; partition: number } | Reply {
+  const customerId = actingCustomer(ctx, named);
+  if (isRejection(customerId)) return errorOf(customerId);
+  const partition = partitionOf(customerId, 'customer');
+  if (isRejection(partition)) return errorOf(partition);
+  return { customerId, partition };
+}
+
+/** 400 VALIDATION for the first code that is not an ISO 4217 currency (the schema checks only its shape). */
+export function currencyProblem(...codes: string[]): Reply | null {
+  const bad = codes.find((code) => !isCurrencyCode(code));
+  return bad === undefined ? null : errorOf(reject('VALIDATION', `currency ${bad} is not an ISO 4217 code.`));
+}
+
 export function fingerprintOf(ctx: RequestContext): string {
   return createHash('sha256').update(`${ctx.method} ${ctx.path}\n`).update(ctx.rawBody).digest('hex');
 }
@@ -59,6 +75,16 @@ export async function command(deps: ApiDeps, ctx: RequestContext, partition: num
   return deps.idempotency.run(idem.scope, partition, (target, replay) =>
     deps.pool.send(replay ? { ...base, partition: target, k: 'idem.replay', idem } : { ...base, partition: target, ...body, idem }),
   );
+}
+
+/** A GET-style handler for `/…/:id`: route the id to its partition and send the command built from it. */
+export function byIdHandler(deps: ApiDeps, what: string, build: (id: string) => CommandBody, options: { idempotent?: boolean } = {}): (ctx: RequestContext) => Promise<Reply> | Reply {
+  return (ctx) => {
+    const id = ctx.params.id ?? '';
+    const partition = partitionOf(id, what);
+    if (isRejection(partition)) return errorOf(partition);
+    return command(deps, ctx, partition, build(id), options);
+  };
 }
 
 export function isRejection(value: unknown): value is Rejection {

@@ -4,9 +4,7 @@
 // Invariant: an exchange executes a live, unused quote of the caller's, or nothing.
 import type { RouteDef } from '../http/types.ts';
 import { Exchange, ExchangeCreate, ExchangeQuote, ExchangeQuoteCreate } from '../schemas/exchange.schema.ts';
-import { reject } from '../errors.ts';
-import { isCurrencyCode } from '../catalogue/currencies.ts';
-import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf } from './deps.ts';
 
 export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
   return [
@@ -23,12 +21,12 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
       handle: (ctx) => {
         const body = ctx.body as ExchangeQuoteCreate;
         for (const code of [body.from_currency, body.to_currency]) {
-          if (!isCurrencyCode(code)) return errorOf(reject('VALIDATION', `currency ${code} is not an ISO 4217 code.`));
+          const badCurrency = currencyProblem(code);
+          if (badCurrency !== null) return badCurrency;
         }
-        const customerId = actingCustomer(ctx, body.customer_id);
-        if (isRejection(customerId)) return errorOf(customerId);
-        const partition = partitionOf(customerId, 'customer');
-        if (isRejection(partition)) return errorOf(partition);
+        const target = customerTarget(ctx, body.customer_id);
+        if ('status' in target) return target;
+        const { customerId, partition } = target;
         return command(deps, ctx, partition, {
           k: 'fx.quote',
           body: { customerId, fromCurrency: body.from_currency, toCurrency: body.to_currency, fromAmountMinor: body.from_amount_minor },

@@ -3,13 +3,12 @@
 // PIN step-up, rail availability; the customer's shard decides everything about money.
 // Invariant: an order is created at most once per idempotency key, its failures replayed as stored.
 import { reject } from '../errors.ts';
-import { isCurrencyCode } from '../catalogue/currencies.ts';
 import { isServiceCode, railDown } from '../catalogue/services.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
 import { OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';
 import type { ServiceRequest } from '../shard/protocol.ts';
-import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, byIdHandler } from './deps.ts';
 import { pinCheck } from './transfers.ts';
 
 function serviceRequest(customerId: string, b: ServiceQuoteCreate | ServiceOrderCreate): ServiceRequest {
@@ -30,23 +29,15 @@ function serviceRequest(customerId: string, b: ServiceQuoteCreate | ServiceOrder
 
 /** Shared front-end checks: currency code, a known service, the rail up, the acting customer. */
 function prepare(ctx: RequestContext, b: ServiceQuoteCreate | ServiceOrderCreate): { customerId: string; partition: number } | Reply {
-  if (!isCurrencyCode(b.currency)) return errorOf(reject('VALIDATION', `currency ${b.currency} is not an ISO 4217 code.`));
+  const badCurrency = currencyProblem(b.currency);
+  if (badCurrency !== null) return badCurrency;
   if (!isServiceCode(b.service_code)) return errorOf(reject('VALIDATION', `service_code ${b.service_code} is not a catalogue code.`));
   if (railDown(ctx.owner, b.service_code, b.country_code)) return errorOf(reject('PROVIDER_FAILURE', 'The fulfilment rail is unavailable; retry with the same Idempotency-Key.'));
-  const customerId = actingCustomer(ctx, b.customer_id);
-  if (isRejection(customerId)) return errorOf(customerId);
-  const partition = partitionOf(customerId, 'customer');
-  if (isRejection(partition)) return errorOf(partition);
-  return { customerId, partition };
+  return customerTarget(ctx, b.customer_id);
 }
 
 function orderById(deps: ApiDeps, projection: 'full' | 'status'): RouteDef['handle'] {
-  return (ctx) => {
-    const id = ctx.params.id ?? '';
-    const partition = partitionOf(id, 'service order');
-    if (isRejection(partition)) return errorOf(partition);
-    return command(deps, ctx, partition, { k: 'order.get', id, projection });
-  };
+  return byIdHandler(deps, 'service order', (id) => ({ k: 'order.get', id, projection }));
 }
 
 export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {

@@ -1,19 +1,12 @@
 // Transaction endpoints: create, retrieve, cancel, retry.
 // Main thread; each becomes one command to the partition encoded in the customer or transaction id.
 // Invariant: create and retry are idempotent (Idempotency-Key required); cancel is naturally single-shot.
-import { isCurrencyCode } from '../catalogue/currencies.ts';
-import { reject } from '../errors.ts';
 import type { RouteDef } from '../http/types.ts';
 import { Transaction, TransactionCreate } from '../schemas/transaction.schema.ts';
-import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { type ApiDeps, command, currencyProblem, customerTarget, byIdHandler } from './deps.ts';
 
 function byId(deps: ApiDeps, k: 'txn.get' | 'txn.cancel' | 'txn.retry', idempotent: boolean): RouteDef['handle'] {
-  return (ctx) => {
-    const id = ctx.params.id ?? '';
-    const partition = partitionOf(id, 'transaction');
-    if (isRejection(partition)) return errorOf(partition);
-    return command(deps, ctx, partition, { k, id }, { idempotent });
-  };
+  return byIdHandler(deps, 'transaction', (id) => ({ k, id }), { idempotent });
 }
 
 export function transactionRoutes(deps: ApiDeps): RouteDef[] {
@@ -31,11 +24,11 @@ export function transactionRoutes(deps: ApiDeps): RouteDef[] {
       errors: ['VALIDATION', 'LIMIT_EXCEEDED', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
         const body = ctx.body as TransactionCreate;
-        if (!isCurrencyCode(body.currency)) return errorOf(reject('VALIDATION', `currency ${body.currency} is not an ISO 4217 code.`));
-        const customerId = actingCustomer(ctx, body.customer_id);
-        if (isRejection(customerId)) return errorOf(customerId);
-        const partition = partitionOf(customerId, 'customer');
-        if (isRejection(partition)) return errorOf(partition);
+        const badCurrency = currencyProblem(body.currency);
+        if (badCurrency !== null) return badCurrency;
+        const target = customerTarget(ctx, body.customer_id);
+        if ('status' in target) return target;
+        const { customerId, partition } = target;
         return command(deps, ctx, partition, {
           k: 'txn.create',
           body: { type: body.type, customerId, amountMinor: body.amount_minor, currency: body.currency, reference: body.reference ?? null },

@@ -3,10 +3,9 @@
 // it with scrypt off the event loop before the money-moving command is sent.
 // Invariant: no transfer command reaches a shard without the customer's PIN when one is set.
 import { reject } from '../errors.ts';
-import { isCurrencyCode } from '../catalogue/currencies.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { Beneficiary, BeneficiaryCreate, Transfer, TransferCreate } from '../schemas/transfer.schema.ts';
-import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf, byIdHandler } from './deps.ts';
 import { verifyPin } from './customers.ts';
 
 /** 403 PIN_REQUIRED when the customer has a PIN and the request does not carry it (or the wrong one). */
@@ -37,12 +36,7 @@ async function resolveWalletHolder(deps: ApiDeps, ctx: RequestContext, walletId:
 }
 
 function byId(deps: ApiDeps, k: 'beneficiary.get' | 'transfer.get', what: string): RouteDef['handle'] {
-  return (ctx) => {
-    const id = ctx.params.id ?? '';
-    const partition = partitionOf(id, what);
-    if (isRejection(partition)) return errorOf(partition);
-    return command(deps, ctx, partition, { k, id });
-  };
+  return byIdHandler(deps, what, (id) => ({ k, id }));
 }
 
 export function transferRoutes(deps: ApiDeps): RouteDef[] {
@@ -60,13 +54,13 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
       errors: ['VALIDATION', 'VERIFICATION_FAILED', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
       handle: async (ctx) => {
         const body = ctx.body as BeneficiaryCreate;
-        if (!isCurrencyCode(body.currency)) return errorOf(reject('VALIDATION', `currency ${body.currency} is not an ISO 4217 code.`));
+        const badCurrency = currencyProblem(body.currency);
+        if (badCurrency !== null) return badCurrency;
         if (body.account_number === undefined) return errorOf(reject('VALIDATION', `account_number is required for ${body.type}.`));
         if (body.type === 'bank_account' && body.bank_code === undefined) return errorOf(reject('VALIDATION', 'bank_code is required for bank_account.'));
-        const customerId = actingCustomer(ctx, body.customer_id);
-        if (isRejection(customerId)) return errorOf(customerId);
-        const partition = partitionOf(customerId, 'customer');
-        if (isRejection(partition)) return errorOf(partition);
+        const target = customerTarget(ctx, body.customer_id);
+        if ('status' in target) return target;
+        const { customerId, partition } = target;
         const resolvedName = body.type === 'wallet' ? await resolveWalletHolder(deps, ctx, body.account_number, body.currency) : null;
         if (resolvedName !== null && typeof resolvedName !== 'string') return resolvedName;
         return command(deps, ctx, partition, {
@@ -98,11 +92,11 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
       errors: ['VALIDATION', 'PIN_REQUIRED', 'COMPLIANCE_DENIED', 'LIMIT_EXCEEDED', 'INSUFFICIENT_FUNDS', 'FX_QUOTE_UNAVAILABLE', 'CONFLICT', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
       handle: async (ctx) => {
         const body = ctx.body as TransferCreate;
-        if (!isCurrencyCode(body.currency)) return errorOf(reject('VALIDATION', `currency ${body.currency} is not an ISO 4217 code.`));
-        const customerId = actingCustomer(ctx, body.customer_id);
-        if (isRejection(customerId)) return errorOf(customerId);
-        const partition = partitionOf(customerId, 'customer');
-        if (isRejection(partition)) return errorOf(partition);
+        const badCurrency = currencyProblem(body.currency);
+        if (badCurrency !== null) return badCurrency;
+        const target = customerTarget(ctx, body.customer_id);
+        if ('status' in target) return target;
+        const { customerId, partition } = target;
         const pin = await pinCheck(deps, ctx, customerId, partition);
         if (pin !== null) return pin;
         return command(deps, ctx, partition, {

@@ -52,6 +52,8 @@ test('crash: kill -9 under load → acknowledged writes survive, keys replay, ve
   let api = client(server.baseUrl, key);
   const customers = await setup(api, 8);
   const acked: Acked[] = [];
+  // Requests sent but not answered before the kill: committed or not, nobody knows yet.
+  const unanswered: Array<Omit<Acked, 'status' | 'response'>> = [];
   let killed = false;
   let sent = 0;
   const started = Date.now();
@@ -64,7 +66,8 @@ test('crash: kill -9 under load → acknowledged writes survive, keys replay, ve
         const r = await api(request.method, request.path, { idempotencyKey: k, body: request.body });
         acked.push({ ...request, key: k, status: r.status, response: r.body });
       } catch {
-        return; // the server is gone: this request was never acknowledged
+        unanswered.push({ ...request, key: k }); // the server is gone: this request was never acknowledged
+        return;
       }
     }
   };
@@ -92,6 +95,13 @@ test('crash: kill -9 under load → acknowledged writes survive, keys replay, ve
         const resource = a.path === '/v1/payments' ? 'payments' : a.path === '/v1/transactions' ? 'transactions' : 'customers';
         assert.equal((await api('GET', `/v1/${resource}/${id}`)).status, 200, `${resource} ${id} lost`);
       }
+    }
+    // A client retries what was never answered, with the same key: each runs at most once in all.
+    for (const u of unanswered) {
+      const r = await api(u.method, u.path, { idempotencyKey: u.key, body: u.body });
+      const again = await api(u.method, u.path, { idempotencyKey: u.key, body: u.body });
+      assert.deepEqual(again.body, r.body, `retried key ${u.key} replays`);
+      acked.push({ ...u, status: r.status, response: r.body });
     }
     // Wallet payments caught in flight resume: the rail settles them after the restart.
     const walletPayments = acked.filter((a) => a.status === 201 && a.path === '/v1/payments' && (a.body as { method: string }).method === 'wallet');
