@@ -1,0 +1,395 @@
+// HTTP load runs: a bare uWS server (baseline) and the real kobo server, each alone on core 0, driven by
+// wrk alone on core 1 over 127.0.0.1. Scenarios: GET read path and durable POST /v1/payments (wallet).
+// Run: npx tsx bench/http.bench.ts [--duration 10] [--warmup 3] [--snapshots on|off] [--profile DIR]
+// [--scenarios get,post] (--profile: kobo runs under --cpu-prof, main thread and shard; slower, for
+// diagnosis only). Needs wrk and taskset.
+// Every server it starts is stopped by PID in a finally; every wrk run is bounded by -d.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, startPinned, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
+import { fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
+import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
+
+const SERVER_CORE = 0;
+const CLIENT_CORE = 1;
+const CONNECTIONS = 64;
+const CUSTOMERS = 16;
+const PAYMENT_MINOR = 100;
+const FUNDING_MINOR = 500_000_000;
+const NON_2XX_RATIO_MAX = 0.01;
+const TARGET_READ_RATIO_MIN = 0.7;
+const TARGET_POST_RATIO_MIN = 0.5;
+const READY = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
+
+function flag(name: string, fallback: string): string {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : (process.argv[at + 1] ?? fallback);
+}
+
+const DURATION_S = Number(flag('duration', '10'));
+const WARMUP_S = Number(flag('warmup', '3'));
+const SNAPSHOTS = flag('snapshots', 'on');
+const PROFILE_DIR = flag('profile', '');
+const SCENARIOS = new Set(flag('scenarios', 'get,post').split(','));
+if (!(DURATION_S > 0 && DURATION_S <= 60) || !(WARMUP_S >= 0 && WARMUP_S <= 30) || !['on', 'off'].includes(SNAPSHOTS)) {
+  throw new Error('usage: http.bench.ts [--duration 1..60] [--warmup 0..30] [--snapshots on|off]');
+}
+
+interface Run {
+  scenario: string;
+  target: 'bare' | 'kobo';
+  command: string;
+  result: WrkResult;
+  cores: CoreUse[];
+  /** CPU used during the measured run, in cores: the server process, wrk, and everything else. */
+  serverCores: number;
+  clientCores: number;
+  foreignCores: number;
+  attempt: number;
+}
+
+// ---- wrk scripts ---------------------------------------------------------------------------------
+
+/** A POST script: rotates customer_id and sends a never-repeated Idempotency-Key (nonce-thread-counter). */
+function postScript(dir: string, options: { customerIds: string[]; authorization: string }): string {
+  const file = path.join(dir, 'post-payment.lua');
+  const lua = `-- written by bench/http.bench.ts: POST /v1/payments, one fresh Idempotency-Key per request
+local customers = { ${options.customerIds.map((id) => JSON.stringify(id)).join(', ')} }
+local nonce = "run"
+local counter = 0
+tid = 0
+local threads = 0
+
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+
+function init(args)
+  if args[1] ~= nil then nonce = args[1] end
+end
+
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = ${JSON.stringify(options.authorization)}
+
+function request()
+  counter = counter + 1
+  local customer = customers[(counter % #customers) + 1]
+  wrk.headers["Idempotency-Key"] = nonce .. "-" .. tid .. "-" .. counter
+  local body = '{"customer_id":"' .. customer .. '","amount_minor":${PAYMENT_MINOR},"currency":"NGN","method":"wallet"}'
+  return wrk.format(nil, nil, nil, body)
+end
+`;
+  fs.writeFileSync(file, lua);
+  return file;
+}
+
+const ATTEMPTS_MAX = 4;
+/** Other processes' CPU during a run, in cores, above which the run is repeated (the machine can be shared). */
+const FOREIGN_CORES_MAX = 0.1;
+
+/**
+ * A warm-up run (own idempotency keys), then `beforeRun`, the measured run and `afterRun`, checked for failures. A run
+ * during which other processes used more than FOREIGN_CORES_MAX is repeated, up to ATTEMPTS_MAX in all, and
+ * the attempt with the least foreign load is kept (its load is reported with it).
+ */
+async function measure(
+  runs: Run[],
+  what: { scenario: string; target: Run['target']; serverPid: number },
+  options: WrkOptions,
+  hooks: { beforeRun?: () => Promise<void>; afterRun?: (result: WrkResult) => Promise<void> } = {},
+): Promise<WrkResult> {
+  const { scenario, target } = what;
+  if (WARMUP_S > 0) {
+    const warm = await runWrk({ ...options, durationS: WARMUP_S, scriptArgs: options.scriptArgs?.map((a) => `${a}-warm`) });
+    if (warm.requests === 0) throw new Error(`${scenario} (${target}): no request completed during warm-up:\n${warm.raw}`);
+  }
+  let kept: Run | undefined;
+  for (let attempt = 1; attempt <= ATTEMPTS_MAX; attempt += 1) {
+    const quiet = await waitForQuiet({ busyCoresMax: FOREIGN_CORES_MAX * 2, waitMsMax: 60_000 });
+    if (hooks.beforeRun !== undefined) await hooks.beforeRun();
+    const counting = coreUse();
+    const busyBefore = machineBusySeconds();
+    const serverBefore = processCpuSeconds(what.serverPid);
+    const selfBefore = process.cpuUsage();
+    const startedMs = Date.now();
+    const result = await runWrk({ ...options, scriptArgs: options.scriptArgs?.map((a) => `${a}-${attempt}`) });
+    const wallS = (Date.now() - startedMs) / 1000;
+    const cores = counting();
+    const serverCpuS = processCpuSeconds(what.serverPid) - serverBefore;
+    const self = process.cpuUsage(selfBefore);
+    const selfCpuS = (self.user + self.system) / 1e6;
+    const foreignCores = Math.max(0, machineBusySeconds() - busyBefore - serverCpuS - result.clientCpuSeconds - selfCpuS) / wallS;
+    const command = `taskset ${wrkArgs(options).map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(' ')}`;
+    const run: Run = { scenario, target, command, result, cores, serverCores: serverCpuS / wallS, clientCores: result.clientCpuSeconds / wallS, foreignCores, attempt };
+    process.stdout.write(
+      `  ${target.padEnd(4)} ${scenario}: ${fmt(result.requestsPerSec, 0)} req/s, p50 ${fmt(result.latencyP50Ms, 2)} ms, ` +
+        `p99 ${fmt(result.latencyP99Ms, 2)} ms, non-2xx ${result.non2xx}; server ${run.serverCores.toFixed(2)} cores, ` +
+        `wrk ${run.clientCores.toFixed(2)}, others ${foreignCores.toFixed(2)}${quiet.quiet ? '' : ' (machine was busy before the run)'}\n`,
+    );
+    const bad = result.non2xx + result.socketErrors;
+    if (result.requests === 0 || bad > result.requests * NON_2XX_RATIO_MAX) {
+      throw new Error(`${scenario} (${target}): ${result.non2xx} non-2xx and ${result.socketErrors} socket errors of ${result.requests} requests:\n${result.raw}`);
+    }
+    if (hooks.afterRun !== undefined) await hooks.afterRun(result);
+    if (kept === undefined || run.foreignCores < kept.foreignCores) kept = run;
+    if (foreignCores <= FOREIGN_CORES_MAX) break;
+    if (attempt < ATTEMPTS_MAX) process.stdout.write(`  other processes used ${foreignCores.toFixed(2)} cores during the run: repeating it\n`);
+  }
+  runs.push(kept!);
+  return kept!.result;
+}
+
+// ---- kobo setup over its API ---------------------------------------------------------------------
+
+interface ApiResponse {
+  status: number;
+  body: unknown;
+}
+
+type Api = (method: string, urlPath: string, options?: { body?: unknown; idempotencyKey?: string }) => Promise<ApiResponse>;
+
+function api(baseUrl: string, secret: string): Api {
+  return async (method, urlPath, options = {}) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${secret}` };
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(baseUrl + urlPath, { method, headers, body, signal: AbortSignal.timeout(30_000) });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown) };
+  };
+}
+
+/** The `data` of a response with the expected status; the caller names the shape it relies on. */
+function expect<T>(what: string, response: ApiResponse, status: number): T {
+  if (response.status !== status) throw new Error(`${what}: expected ${status}, got ${response.status} ${JSON.stringify(response.body)}`);
+  return (response.body as { data: T }).data;
+}
+
+/** Creates customers on tier_3 (tiers.json: NGN 1e9 per transaction, 5e9 a day) with a well-funded wallet. */
+async function seed(call: Api): Promise<Array<{ customerId: string; walletId: string }>> {
+  const seeded: Array<{ customerId: string; walletId: string }> = [];
+  const run = randomBytes(4).toString('hex');
+  for (let i = 0; i < CUSTOMERS; i += 1) {
+    const customer = expect<{ id: string; wallets: Array<{ id: string; currency: string }> }>('create customer', await call('POST', '/v1/customers', {
+      idempotencyKey: `seed-${run}-c${i}`,
+      body: { name: `Bench ${i}`, email: `bench-${run}-${i}@example.com`, phone: `+23480${30_000_000 + i}`, country_code: 'NG' },
+    }), 201);
+    expect('tier_3', await call('PATCH', `/v1/customers/${customer.id}`, { body: { tier: 'tier_3' } }), 200);
+    const payment = expect<{ id: string }>('fund', await call('POST', '/v1/payments', {
+      idempotencyKey: `seed-${run}-f${i}`,
+      body: { customer_id: customer.id, amount_minor: FUNDING_MINOR, currency: 'NGN', method: 'bank_transfer' },
+    }), 201);
+    expect('settle', await call('POST', `/v1/test_helpers/payments/${payment.id}/settle`), 200);
+    const walletId = customer.wallets.find((w) => w.currency === 'NGN')!.id;
+    const wallet = expect<{ available_minor: number }>('wallet', await call('GET', `/v1/wallets/${walletId}`), 200);
+    if (wallet.available_minor < FUNDING_MINOR / 2) throw new Error(`wallet ${walletId} not funded: ${JSON.stringify(wallet)}`);
+    seeded.push({ customerId: customer.id, walletId });
+  }
+  // A wallet payment end to end, before any load: 201 and processing, then settled by the rail.
+  const probe = expect<{ status: string }>('probe payment', await call('POST', '/v1/payments', {
+    idempotencyKey: `seed-${run}-probe`,
+    body: { customer_id: seeded[0]!.customerId, amount_minor: PAYMENT_MINOR, currency: 'NGN', method: 'wallet' },
+  }), 201);
+  if (probe.status !== 'processing' && probe.status !== 'completed') throw new Error(`probe payment is ${probe.status}`);
+  return seeded;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const SETTLE_WAIT_MS_MAX = 60_000;
+
+/**
+ * The wallets' total balance once the rail has settled every wallet payment: polls until the total and the
+ * held amounts stop moving (a hold is posted KOBO_RAIL_LATENCY_MS after its payment, or later under load).
+ */
+async function settledBalanceMinor(call: Api, walletIds: string[]): Promise<{ totalMinor: number; waitedMs: number }> {
+  const started = Date.now();
+  let previous = Number.NaN;
+  for (;;) {
+    let total = 0;
+    let held = 0;
+    for (const id of walletIds) {
+      const wallet = expect<{ balance_minor: number; held_minor: number }>('wallet', await call('GET', `/v1/wallets/${id}`), 200);
+      total += wallet.balance_minor;
+      held += wallet.held_minor;
+    }
+    if (held === 0 && total === previous) return { totalMinor: total, waitedMs: Date.now() - started };
+    if (Date.now() - started > SETTLE_WAIT_MS_MAX) throw new Error(`wallet payments still unsettled after ${SETTLE_WAIT_MS_MAX} ms (held ${held})`);
+    previous = total;
+    await sleep(250);
+  }
+}
+
+// ---- the runs ------------------------------------------------------------------------------------
+
+async function benchBare(runs: Run[], dir: string): Promise<void> {
+  let server: Pinned | undefined;
+  try {
+    server = await startPinned({
+      core: SERVER_CORE,
+      command: process.execPath,
+      args: ['--import', 'tsx', path.join(ROOT, 'bench', 'bare-uws.ts')],
+      env: process.env,
+      cwd: ROOT,
+      ready: READY,
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    process.stdout.write(`bare uWS pid ${server.pid} on core ${SERVER_CORE}, port ${server.port}\n`);
+    const fakeId = '01JHBENCH0000000000000000W';
+    const common = { core: CLIENT_CORE, threads: 1, connections: CONNECTIONS, durationS: DURATION_S };
+    const bare = { target: 'bare' as const, serverPid: server.pid };
+    if (SCENARIOS.has('get')) await measure(runs, { ...bare, scenario: 'GET read path' }, { ...common, url: `${base}/v1/wallets/${fakeId}`, headers: ['Authorization: Bearer sk_test_bare'] });
+    const script = postScript(dir, { customerIds: [fakeId], authorization: 'Bearer sk_test_bare' });
+    if (SCENARIOS.has('post')) await measure(runs, { ...bare, scenario: 'durable POST /v1/payments' }, { ...common, url: `${base}/v1/payments`, script, scriptArgs: [`bare-${randomBytes(3).toString('hex')}`] });
+  } finally {
+    await server?.stop();
+  }
+}
+
+async function benchKobo(runs: Run[], dir: string): Promise<{ env: Record<string, string>; debitedPayments: number; okPayments: number }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
+  const secret = `sk_test_${randomBytes(12).toString('hex')}`;
+  const env: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    KOBO_DATA_DIR: dataDir,
+    KOBO_SHARDS: '1',
+    KOBO_API_KEYS: secret,
+    KOBO_RATE_LIMIT_READ_PER_MIN: '1000000000',
+    KOBO_RATE_LIMIT_WRITE_PER_MIN: '1000000000',
+    KOBO_LOG_LEVEL: 'info',
+    ...(SNAPSHOTS === 'off' ? { KOBO_SNAPSHOT_EVERY_RECORDS: '0', KOBO_SNAPSHOT_INTERVAL_MS: '0' } : {}),
+  };
+  let server: Pinned | undefined;
+  try {
+    server = await startPinned({
+      core: SERVER_CORE,
+      command: process.execPath,
+      args: [
+        ...(PROFILE_DIR === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(PROFILE_DIR)]),
+        '--import',
+        'tsx',
+        path.join(ROOT, 'src', 'main.ts'),
+      ],
+      env: { ...process.env, ...env },
+      cwd: ROOT,
+      ready: READY,
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    process.stdout.write(`kobo pid ${server.pid} on core ${SERVER_CORE}, port ${server.port}, data ${dataDir}\n`);
+    const call = api(base, secret);
+    const seeded = await seed(call);
+    const walletIds = seeded.map((s) => s.walletId);
+    const common = { core: CLIENT_CORE, threads: 1, connections: CONNECTIONS, durationS: DURATION_S };
+
+    const kobo = { target: 'kobo' as const, serverPid: server.pid };
+    if (SCENARIOS.has('get')) await measure(runs, { ...kobo, scenario: 'GET read path' }, { ...common, url: `${base}/v1/wallets/${walletIds[0]!}`, headers: [`Authorization: Bearer ${secret}`] });
+
+    if (!SCENARIOS.has('post')) return { env, debitedPayments: 0, okPayments: 0 };
+    const script = postScript(dir, { customerIds: seeded.map((s) => s.customerId), authorization: `Bearer ${secret}` });
+    const postOptions: WrkOptions = { ...common, url: `${base}/v1/payments`, script, scriptArgs: [`kobo-${randomBytes(3).toString('hex')}`] };
+    let before = { totalMinor: 0, waitedMs: 0 };
+    let debitedPayments = 0;
+    let okPayments = 0;
+    await measure(runs, { ...kobo, scenario: 'durable POST /v1/payments' }, postOptions, {
+      beforeRun: async () => {
+        before = await settledBalanceMinor(call, walletIds);
+      },
+      // Every acknowledged 201 must have taken money; requests still in flight when wrk stopped may too.
+      afterRun: async (result) => {
+        const after = await settledBalanceMinor(call, walletIds);
+        debitedPayments = (before.totalMinor - after.totalMinor) / PAYMENT_MINOR;
+        okPayments = result.requests - result.non2xx;
+        process.stdout.write(
+          `  kobo durable POST check: ${okPayments} acknowledged, ${debitedPayments} debited from the wallets ` +
+            `(settled ${before.waitedMs} ms after warm-up, ${after.waitedMs} ms after the run)\n`,
+        );
+        if (!(debitedPayments >= okPayments && debitedPayments <= okPayments + CONNECTIONS)) {
+          throw new Error(`POST check failed: ${okPayments} acknowledged payments but ${debitedPayments} debited:\n${result.raw}`);
+        }
+      },
+    });
+    return { env, debitedPayments, okPayments };
+  } finally {
+    await server?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function ratioRows(runs: Run[]): Array<{ scenario: string; ratio: number; targetMin: number; met: boolean }> {
+  const scenarios = [...new Set(runs.map((r) => r.scenario))];
+  return scenarios.map((scenario) => {
+    const bare = runs.find((r) => r.scenario === scenario && r.target === 'bare')!;
+    const kobo = runs.find((r) => r.scenario === scenario && r.target === 'kobo')!;
+    const ratio = kobo.result.requestsPerSec / bare.result.requestsPerSec;
+    const targetMin = scenario.startsWith('GET') ? TARGET_READ_RATIO_MIN : TARGET_POST_RATIO_MIN;
+    return { scenario, ratio, targetMin, met: ratio >= targetMin };
+  });
+}
+
+async function main(): Promise<void> {
+  const m = machine();
+  if (m.nproc < 2) throw new Error('http bench needs 2 cores (server on core 0, wrk on core 1)');
+  await pinSelf(CLIENT_CORE);
+  process.stdout.write(`http benchmark — ${m.nproc} cores, ${m.cpu}, node ${m.node}; ${DURATION_S} s runs after ${WARMUP_S} s warm-up, ${CONNECTIONS} connections, snapshots ${SNAPSHOTS}\n`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-lua-'));
+  const runs: Run[] = [];
+  try {
+    await benchBare(runs, dir);
+    const kobo = await benchKobo(runs, dir);
+    const ratios = ratioRows(runs);
+    const rows = [['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'server cores', 'others', 'kobo/bare', 'target', 'met']];
+    for (const run of runs) {
+      const ratio = ratios.find((r) => r.scenario === run.scenario)!;
+      const isKobo = run.target === 'kobo';
+      rows.push([
+        run.scenario,
+        run.target,
+        fmt(run.result.requestsPerSec, 0),
+        fmt(run.result.latencyP50Ms, 2),
+        fmt(run.result.latencyP99Ms, 2),
+        String(run.result.non2xx),
+        run.serverCores.toFixed(2),
+        run.foreignCores.toFixed(2),
+        isKobo ? fmt(ratio.ratio, 2) : '',
+        isKobo ? `≥ ${ratio.targetMin}` : '',
+        isKobo ? (ratio.met ? 'yes' : 'NO') : '',
+      ]);
+    }
+    process.stdout.write(`\n${table(rows)}\n`);
+    const file = writeResult(`http${SNAPSHOTS === 'off' ? '-no-snapshots' : ''}${PROFILE_DIR === '' ? '' : '-profiled'}`, {
+      durationS: DURATION_S,
+      warmupS: WARMUP_S,
+      connections: CONNECTIONS,
+      snapshots: SNAPSHOTS,
+      profiled: PROFILE_DIR !== '',
+      koboEnv: { ...kobo.env, KOBO_DATA_DIR: '<temp dir>', KOBO_API_KEYS: '<sk_test_ key>' },
+      postCheck: { acknowledged: kobo.okPayments, debited: kobo.debitedPayments },
+      runs: runs.map((r) => ({
+        scenario: r.scenario,
+        target: r.target,
+        command: r.command,
+        attempt: r.attempt,
+        serverCores: r.serverCores,
+        clientCores: r.clientCores,
+        foreignCores: r.foreignCores,
+        cores: r.cores,
+        ...r.result,
+        raw: undefined,
+      })),
+      ratios,
+    });
+    process.stdout.write(`\nwritten ${file}\n`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,146 @@
+// Child processes of the HTTP bench: start one pinned to a core, wait for its "listening" line, stop it
+// by its own PID (SIGTERM, then SIGKILL after a bound). Bench process only; never signals anything else.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+
+export interface Pinned {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+const START_MS_MAX = 60_000;
+const STOP_MS_MAX = 30_000;
+
+/**
+ * Spawns `command args` under `taskset -c core` (taskset execs the command, so the PID is the server's)
+ * and resolves once its output matches `ready`, whose first group is the port.
+ */
+export async function startPinned(options: {
+  core: number;
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  ready: RegExp;
+}): Promise<Pinned> {
+  const child = spawn('taskset', ['-c', String(options.core), options.command, ...options.args], {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+    process.kill(child.pid, 'SIGTERM');
+    const timer = setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    }, STOP_MS_MAX);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${options.command} did not start in ${START_MS_MAX} ms:\n${output}`)), START_MS_MAX);
+      const check = (): void => {
+        const match = options.ready.exec(output);
+        if (match === null) return;
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      };
+      child.stdout!.on('data', check);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${options.command} exited with ${String(code)} before listening:\n${output}`));
+      });
+    });
+    return { child, pid: child.pid!, port, output: () => output, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** Pins this process (all its threads) to one core, so its own work never lands on the server's core. */
+export async function pinSelf(core: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('taskset', ['-a', '-p', '-c', String(core), String(process.pid)], { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`taskset -p exited with ${String(code)}`))));
+  });
+}
+
+/** Jiffies per core from /proc/stat: [busy, steal, total]; Linux only (the bench machine). */
+function cpuTimes(): Map<string, { busy: number; steal: number; total: number }> {
+  const times = new Map<string, { busy: number; steal: number; total: number }>();
+  for (const line of fs.readFileSync('/proc/stat', 'utf8').split('\n')) {
+    const match = /^(cpu\d+)\s+(.*)$/.exec(line);
+    if (match === null) continue;
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = match[2]!.split(/\s+/).map(Number) as number[];
+    const total = user! + nice! + system! + idle! + iowait! + irq! + softirq! + steal!;
+    times.set(match[1]!, { busy: total - idle! - iowait! - steal!, steal: steal!, total });
+  }
+  return times;
+}
+
+export interface CoreUse {
+  core: string;
+  busyPct: number;
+  stealPct: number;
+}
+
+/** Starts counting; the returned function gives each core's busy and steal share since then. */
+export function coreUse(): () => CoreUse[] {
+  const before = cpuTimes();
+  return () => {
+    const after = cpuTimes();
+    return [...after.entries()].map(([core, a]) => {
+      const b = before.get(core) ?? { busy: 0, steal: 0, total: 0 };
+      const total = Math.max(1, a.total - b.total);
+      return { core, busyPct: (100 * (a.busy - b.busy)) / total, stealPct: (100 * (a.steal - b.steal)) / total };
+    });
+  };
+}
+
+const CLOCK_TICKS_PER_S = 100; // USER_HZ: /proc/stat and /proc/<pid>/stat count in these on Linux
+
+/** CPU seconds (user + system, all threads) a live process has used; 0 when it is gone. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds every core (or only `core`) has spent busy since boot (steal and iowait excluded). */
+export function machineBusySeconds(core?: number): number {
+  let busy = 0;
+  for (const [name, use] of cpuTimes()) if (core === undefined || name === `cpu${core}`) busy += use.busy;
+  return busy / CLOCK_TICKS_PER_S;
+}
+
+/**
+ * Waits until the machine (or only `core`) is quiet, since other work can share it: busy less than
+ * `busyCoresMax` over one second. Gives up after `waitMsMax` and reports what it saw.
+ */
+export async function waitForQuiet(options: { busyCoresMax: number; waitMsMax: number; core?: number }): Promise<{ quiet: boolean; busyCores: number }> {
+  const started = Date.now();
+  for (;;) {
+    const before = machineBusySeconds(options.core);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const busyCores = machineBusySeconds(options.core) - before;
+    if (busyCores < options.busyCoresMax) return { quiet: true, busyCores };
+    if (Date.now() - started > options.waitMsMax) return { quiet: false, busyCores };
+  }
+}

@@ -1,0 +1,43 @@
+// Formatting and recording of bench results: aligned text tables on stdout, JSON under bench/.out/.
+// Runs in bench processes. bench/.out/ is git-ignored; RESULTS.md is written by hand from these files.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const BENCH_DIR = path.resolve(import.meta.dirname, '..');
+export const ROOT = path.resolve(BENCH_DIR, '..');
+export const OUT_DIR = path.join(BENCH_DIR, '.out');
+
+export function machine(): { nproc: number; cpu: string; node: string; platform: string; memoryGiB: number } {
+  return {
+    nproc: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    node: process.version,
+    platform: `${process.platform}/${process.arch}`,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  };
+}
+
+export function writeResult(name: string, data: unknown): string {
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  const file = path.join(OUT_DIR, `${name}.json`);
+  fs.writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), machine: machine(), ...(data as object) }, null, 2));
+  return file;
+}
+
+/** A plain text table: the first row is the header; numbers are right-aligned. */
+export function table(rows: ReadonlyArray<ReadonlyArray<string>>): string {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  const line = (row: ReadonlyArray<string>): string =>
+    row.map((cell, i) => (i === 0 || !/^[-+0-9.,×x%]+$/.test(cell) ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const [head, ...body] = rows;
+  if (head === undefined) return '';
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+export function fmt(value: number, digits = 2): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString('en-US');
+  return value.toFixed(digits);
+}
