@@ -1,6 +1,6 @@
-// `npm run bench`: the micro, memory and HTTP benches in sequence, each in its own process (memory needs
+// `npm run bench`: the micro, memory, HTTP and webhook benches in sequence, each in its own process (memory needs
 // node --expose-gc). Stops at the first failure with its exit code. Results land in bench/.out/*.json.
-// Run: npx tsx bench/run-all.ts [--only micro,memory,http]
+// Run: npx tsx bench/run-all.ts [--only micro,memory,http,webhooks]
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { BENCH_DIR, ROOT } from './lib/report.ts';
@@ -15,6 +15,7 @@ const STEPS: Step[] = [
   { name: 'micro', nodeArgs: [], file: 'micro.bench.ts' },
   { name: 'memory', nodeArgs: ['--expose-gc'], file: 'memory.bench.ts' },
   { name: 'http', nodeArgs: [], file: 'http.bench.ts' },
+  { name: 'webhooks', nodeArgs: [], file: 'webhooks.bench.ts' },
 ];
 
 function only(): Set<string> {

@@ -54,7 +54,7 @@ async function deadReceiver(): Promise<{ url: string; close: () => Promise<void>
 
 async function main(): Promise<void> {
   const keys = { a: secretKey(), b: secretKey() };
-  const server = await startServer({ keys: [`${keys.a}@bench-a`, `${keys.b}@bench-b`], env: { KOBO_LOG_LEVEL: 'silent', KOBO_RAIL_LATENCY_MS: '5' } });
+  const server = await startServer({ keys: [`${keys.a}@bench-a`, `${keys.b}@bench-b`], env: { KOBO_RAIL_LATENCY_MS: '5' } });
   const fast = await fastReceiver();
   const dead = await deadReceiver();
   try {

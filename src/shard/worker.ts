@@ -44,6 +44,8 @@ const clockOffsets = new Map<string, number>(data.clockOffsets);
 const queue: Queued[] = [];
 let flushScheduled = false;
 let recordsSinceSnapshot = recovered.replayed;
+/** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
+const dirty = new Set<number>(partitions);
 let snapshotting = false;
 let stopping = false;
 
@@ -84,6 +86,7 @@ function flush(): void {
   // reply is sent, and the front end answers 5xx; a restart replays only what reached the disk.
   store.appendBatch(records);
   recordsSinceSnapshot += records.length;
+  for (const record of records) dirty.add(record.partition);
   for (const r of replies) post({ type: 'reply', n: r.n, reply: r.reply });
   if (outbox.length > 0) post({ type: 'outbox', events: outbox });
   for (const effect of effects) runEffect(effect);
@@ -103,18 +106,23 @@ function enqueue(item: Queued): void {
 }
 
 /**
- * Snapshots every partition, one per event-loop turn so commands interleave: encoding one partition is
- * short, compression runs on the libuv pool, and the image's LSN is the last durable LSN at encoding.
+ * Snapshots every partition changed since its last image, one per event-loop turn so commands
+ * interleave: encoding one partition is short, compression runs on the libuv pool, and the image's LSN
+ * is the last durable LSN at encoding (a record appended later marks the partition dirty again).
  */
 async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
   if (snapshotting) return { partitions: 0, lsn: store.lsnNext - 1 };
   snapshotting = true;
   recordsSinceSnapshot = 0;
-  let lsn = 0;
+  let lsn = store.lsnNext - 1;
+  let taken = 0;
   try {
     for (const partition of partitions) {
+      if (!dirty.has(partition)) continue;
       await new Promise((resolve) => setImmediate(resolve));
       const state = states.get(partition)!;
+      dirty.delete(partition);
+      taken += 1;
       lsn = store.lsnNext - 1;
       const json = encodePartition(state);
       const body = await compressImage(json);
@@ -123,7 +131,7 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
   } finally {
     snapshotting = false;
   }
-  return { partitions: partitions.length, lsn };
+  return { partitions: taken, lsn };
 }
 
 function indexMessage(): IndexMessage {

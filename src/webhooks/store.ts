@@ -165,14 +165,18 @@ export class WebhookStore {
    * the event's owner that lists its type. One transaction: the shard is acknowledged only after it.
    */
   ingest(events: readonly OutboxEvent[], nowMsOf: (owner: string) => number): number {
+    // Events nobody is subscribed to are not stored: there is nothing to deliver, and storing them would
+    // cost the main thread an fsync per batch (the shard's WAL keeps the change itself in any case).
+    const active = this.subscriptions().filter((s) => s.status === 'active');
+    const wanted = events.filter((e) => active.some((s) => s.owner === e.owner && s.events.includes(e.type)));
+    if (wanted.length === 0) return 0;
     let queued = 0;
     const insertEvent = this.db.prepare('INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)');
     const insertDelivery = this.db.prepare(
       "INSERT INTO deliveries VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, NULL, NULL, NULL, ?, ?)",
     );
     this.db.transaction(() => {
-      const active = this.subscriptions().filter((s) => s.status === 'active');
-      for (const event of events) {
+      for (const event of wanted) {
         if (insertEvent.run(event.id, event.owner, event.type, event.key, event.occurredAtMs, JSON.stringify(event.data)).changes === 0) continue;
         for (const sub of active) {
           if (sub.owner !== event.owner || !sub.events.includes(event.type)) continue;
