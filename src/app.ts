@@ -107,6 +107,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   const control = new ControlStore(config.dataDir);
   const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
   const clocks = new SandboxClocks(control);
+  const idempotency = new IdempotencyIndex();
   const webhookStore = new WebhookStore(config.dataDir);
   // Bound late: the dispatcher acknowledges through the pool, and the pool hands it the outbox.
   let dispatcher: Dispatcher | undefined;
@@ -117,6 +118,11 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     batchCommandsMax: config.batchCommandsMax,
     shardQueueMax: config.shardQueueMax,
     snapshotIntervalMs: config.snapshotIntervalMs,
+    idempotencyRetentionMs: config.idempotencyRetentionHours * 3_600_000,
+    idempotencySweepMs: config.idempotencySweepMs,
+    onIdempotencyExpired: (scopes) => {
+      for (const scope of scopes) idempotency.forget(scope);
+    },
     snapshotEveryRecords: config.snapshotEveryRecords,
     clockOffsets: clocks.entries(),
     onOutbox: (events) => dispatcher?.ingest(events),
@@ -141,7 +147,6 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   const reports = await pool.start();
   dispatcher.start();
   const customers = new CustomerIndex();
-  const idempotency = new IdempotencyIndex();
   let replayed = 0;
   for (const report of reports) {
     for (const [owner, email, phone, id] of report.customers) customers.restore(owner, email, phone, id);

@@ -20,6 +20,9 @@ const ConfigSchema = Type.Object({
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
   bodyBytesMax: Type.Integer({ minimum: 256, maximum: 16 * 1024 * 1024 }),
   snapshotIntervalMs: Type.Integer({ minimum: 0 }),
+  /** Idempotency records are kept at least this long (PRODUCT.md promises 24 h). */
+  idempotencyRetentionHours: Type.Integer({ minimum: 24, maximum: 24 * 365 }),
+  idempotencySweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),
   snapshotEveryRecords: Type.Integer({ minimum: 0 }),
   shardQueueMax: Type.Integer({ minimum: 1 }),
   batchCommandsMax: Type.Integer({ minimum: 1 }),
@@ -53,6 +56,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     rateLimitWritePerMin: intFrom(env, 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 60),
     bodyBytesMax: intFrom(env, 'KOBO_BODY_BYTES_MAX', 64 * 1024),
     snapshotIntervalMs: intFrom(env, 'KOBO_SNAPSHOT_INTERVAL_MS', 60_000),
+    idempotencyRetentionHours: intFrom(env, 'KOBO_IDEMPOTENCY_RETENTION_HOURS', 48),
+    idempotencySweepMs: intFrom(env, 'KOBO_IDEMPOTENCY_SWEEP_MS', 3_600_000),
     snapshotEveryRecords: intFrom(env, 'KOBO_SNAPSHOT_EVERY_RECORDS', 50_000),
     shardQueueMax: intFrom(env, 'KOBO_SHARD_QUEUE_MAX', 10_000),
     batchCommandsMax: intFrom(env, 'KOBO_BATCH_COMMANDS_MAX', 1_000),

@@ -13,6 +13,11 @@ export class IdempotencyIndex {
     this.partitionOf.set(scope, partition);
   }
 
+  /** The shard dropped this key's record (past retention): the key is free again. */
+  forget(scope: string): void {
+    if (!this.inFlight.has(scope)) this.partitionOf.delete(scope);
+  }
+
   get size(): number {
     return this.partitionOf.size;
   }

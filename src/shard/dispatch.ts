@@ -17,6 +17,16 @@ import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryO
 import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
+/** Forgets records older than their owner's cutoff. Scopes are `env:account:key`; the owner is `env:account`. */
+function expireIdempotency(ctx: HandlerContext, cmd: Command & { k: 'idem.expire' }): Outcome {
+  const expired: string[] = [];
+  for (const record of ctx.state.idempotency.values()) {
+    const owner = record.scope.slice(0, record.scope.indexOf(':', record.scope.indexOf(':') + 1));
+    if (record.atMs < (cmd.cutoffMs[owner] ?? cmd.defaultCutoffMs)) expired.push(record.scope);
+  }
+  return { events: expired.length === 0 ? [] : [{ t: 'idem.expired', scopes: expired }], reply: () => ({ status: 200, json: JSON.stringify({ data: { expired: expired.length } }) }) };
+}
+
 function decide(ctx: HandlerContext, cmd: Command): Outcome {
   switch (cmd.k) {
     case 'customer.create': return createCustomer(ctx, cmd);
@@ -57,6 +67,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.retry': return retryOrder(ctx, cmd);
     case 'order.refund': return refundOrder(ctx, cmd);
     case 'order.resolve': return resolveOrder(ctx, cmd);
+    case 'idem.expire': return expireIdempotency(ctx, cmd);
     case 'idem.replay':
       // The front end believed this shard holds the key's record; it does not. Never store this.
       return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));

@@ -66,7 +66,8 @@ export type WalEvent =
   | { t: 'outbox.handed'; ids: string[] }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
-  | { t: 'idem.stored'; record: IdempotencyRecord };
+  | { t: 'idem.stored'; record: IdempotencyRecord }
+  | { t: 'idem.expired'; scopes: string[] };
 
 function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): void {
   for (const op of ops) {
@@ -214,6 +215,9 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
     case 'idem.stored':
       assert(!state.idempotency.has(event.record.scope), 'apply: idempotency record exists');
       state.idempotency.set(event.record.scope, event.record);
+      return;
+    case 'idem.expired':
+      for (const scope of event.scopes) state.idempotency.delete(scope);
       return;
     default: {
       const never: never = event;

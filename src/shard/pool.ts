@@ -15,6 +15,10 @@ export interface PoolOptions {
   batchCommandsMax: number;
   shardQueueMax: number;
   snapshotIntervalMs: number;
+  idempotencyRetentionMs: number;
+  idempotencySweepMs: number;
+  /** Idempotency scopes a shard forgot (past retention), for the front end's index. */
+  onIdempotencyExpired: (scopes: string[]) => void;
   snapshotEveryRecords: number;
   clockOffsets: Array<[string, number]>;
   onFatal: (message: string) => void;
@@ -52,6 +56,8 @@ export class ShardPool {
         railLatencyMs: this.options.railLatencyMs,
         batchCommandsMax: this.options.batchCommandsMax,
         snapshotIntervalMs: this.options.snapshotIntervalMs,
+        idempotencyRetentionMs: this.options.idempotencyRetentionMs,
+        idempotencySweepMs: this.options.idempotencySweepMs,
         snapshotEveryRecords: this.options.snapshotEveryRecords,
         clockOffsets: this.options.clockOffsets,
       };
@@ -86,6 +92,8 @@ export class ShardPool {
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);
+    } else if (message.type === 'idem.expired') {
+      this.options.onIdempotencyExpired(message.scopes);
     } else if (message.type === 'outbox') {
       this.options.onOutbox(message.events);
     } else if (message.type === 'forward') {

@@ -86,6 +86,8 @@ export type CommandBody =
   | { k: 'order.retry'; id: string }
   | { k: 'order.refund'; id: string }
   | { k: 'order.resolve'; id: string; outcome: 'delivered' | 'failed' }
+  /** Forget idempotency records older than each owner's cutoff (sandbox clocks differ per owner). */
+  | { k: 'idem.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   | { k: 'idem.replay' };
 
 export type Command = CommandBase & CommandBody;
@@ -134,5 +136,5 @@ export interface OutboxMessage {
   events: OutboxEvent[];
 }
 
-export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | ForwardMessage | OutboxMessage | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; scopes: string[] } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
 export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

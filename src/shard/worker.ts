@@ -23,6 +23,8 @@ export interface ShardWorkerData {
   railLatencyMs: number;
   batchCommandsMax: number;
   snapshotIntervalMs: number;
+  idempotencyRetentionMs: number;
+  idempotencySweepMs: number;
   snapshotEveryRecords: number;
   clockOffsets: Array<[owner: string, offsetMs: number]>;
 }
@@ -75,10 +77,14 @@ function flush(): void {
   const replies: Array<{ n: number; reply: StoredReply }> = [];
   const effects: Effect[] = [];
   const outbox: OutboxEvent[] = [];
+  const expiredScopes: string[] = [];
   for (const item of batch) {
     const executed = execute(contextFor(item.cmd), item.cmd);
     if (executed.events.length > 0) records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
-    for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
+    for (const event of executed.events) {
+      if (event.t === 'outbox.added') outbox.push(event.event);
+      else if (event.t === 'idem.expired') expiredScopes.push(...event.scopes);
+    }
     if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
     effects.push(...executed.effects);
   }
@@ -89,6 +95,7 @@ function flush(): void {
   for (const record of records) dirty.add(record.partition);
   for (const r of replies) post({ type: 'reply', n: r.n, reply: r.reply });
   if (outbox.length > 0) post({ type: 'outbox', events: outbox });
+  if (expiredScopes.length > 0) post({ type: 'idem.expired', scopes: expiredScopes });
   for (const effect of effects) runEffect(effect);
   if (queue.length > 0) scheduleFlush();
   if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
@@ -181,3 +188,16 @@ post(indexMessage());
 const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
 if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
 if (data.snapshotIntervalMs > 0) setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref();
+
+/**
+ * Idempotency records past retention are forgotten (an event, so replay forgets them too), measured on
+ * each owner's sandbox clock; the front end is told, so the keys are free again.
+ */
+function sweepIdempotency(): void {
+  const nowMs = Date.now();
+  const cutoffMs = Object.fromEntries([...clockOffsets].map(([owner, offset]) => [owner, nowMs + offset - data.idempotencyRetentionMs]));
+  for (const partition of partitions) {
+    enqueue({ n: -1, cmd: { k: 'idem.expire', cutoffMs, defaultCutoffMs: nowMs - data.idempotencyRetentionMs, owner: 'system:idempotency', nowMs, partition } });
+  }
+}
+setInterval(sweepIdempotency, data.idempotencySweepMs).unref();
