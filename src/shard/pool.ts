@@ -83,12 +83,14 @@ export class ShardPool {
   }
 
   private onMessage(message: ShardToMain): void {
-    if (message.type === 'reply') {
-      const waiter = this.pending.get(message.n);
-      if (waiter === undefined) return;
-      this.pending.delete(message.n);
-      this.inFlight[waiter.shard]! -= 1;
-      waiter.resolve(message.reply);
+    if (message.type === 'replies') {
+      for (const item of message.items) {
+        const waiter = this.pending.get(item.n);
+        if (waiter === undefined) continue;
+        this.pending.delete(item.n);
+        this.inFlight[waiter.shard]! -= 1;
+        waiter.resolve(item.reply);
+      }
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);

@@ -98,10 +98,10 @@ export interface CommandMessage {
   cmd: Command;
 }
 
+/** Every reply of one group commit, in one message: one thread hop per batch, not per request. */
 export interface ReplyMessage {
-  type: 'reply';
-  n: number;
-  reply: StoredReply;
+  type: 'replies';
+  items: Array<{ n: number; reply: StoredReply }>;
 }
 
 /** What a shard reports after recovery, so the front end can rebuild its routing indexes. */

@@ -93,7 +93,7 @@ function flush(): void {
   store.appendBatch(records);
   recordsSinceSnapshot += records.length;
   for (const record of records) dirty.add(record.partition);
-  for (const r of replies) post({ type: 'reply', n: r.n, reply: r.reply });
+  if (replies.length > 0) post({ type: 'replies', items: replies });
   if (outbox.length > 0) post({ type: 'outbox', events: outbox });
   if (expiredScopes.length > 0) post({ type: 'idem.expired', scopes: expiredScopes });
   for (const effect of effects) runEffect(effect);
