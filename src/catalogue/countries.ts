@@ -7,11 +7,11 @@ import countryNames from 'i18n-iso-countries';
 import englishNames from 'i18n-iso-countries/langs/en.json' with { type: 'json' };
 import currencyCodes from 'currency-codes';
 import { getCountryCallingCode, isSupportedCountry } from 'libphonenumber-js';
-import Type, { type Static, type TSchema } from 'typebox';
-import Value from 'typebox/value';
+import Type, { type Static } from 'typebox';
 import countriesData from '../../data/reference/countries.json' with { type: 'json' };
 import servicesData from '../../data/reference/services.json' with { type: 'json' };
 import { isCurrencyCode } from './currencies.ts';
+import { parseReference } from './reference.ts';
 
 export interface Country {
   code: string;
@@ -106,14 +106,6 @@ const ServicesFileSchema = Type.Record(Type.String(), Type.Array(ServiceEntrySch
 type CountryConfig = Static<typeof CountryConfigSchema>;
 type ServiceEntry = Static<typeof ServiceEntrySchema>;
 
-function parseReference<const S extends TSchema>(file: string, schema: S, value: unknown): Static<S> {
-  if (Value.Check(schema, value)) return value;
-  const detail = Value.Errors(schema, value)
-    .slice(0, 5)
-    .map((error) => `${error.instancePath || '/'} ${error.message}`)
-    .join('; ');
-  throw new Error(`data/reference/${file} is invalid: ${detail}`);
-}
 
 function fail(code: string, problem: string): never {
   throw new Error(`data/reference (countries.json, services.json): ${code}: ${problem}`);

@@ -2,11 +2,11 @@
 // Any thread; pure data, validated once at module load and frozen.
 // Invariant: every limit and fee is an integer in the currency's minor units, and fee arithmetic
 // never touches a float, so the same request always yields the same fee on every thread.
-import Type, { type Static, type TSchema } from 'typebox';
-import Value from 'typebox/value';
+import Type, { type Static } from 'typebox';
 import tiersData from '../../data/reference/tiers.json' with { type: 'json' };
 import feesData from '../../data/reference/fees.json' with { type: 'json' };
 import { isCurrencyCode } from './currencies.ts';
+import { parseReference } from './reference.ts';
 
 export type TierName = 'tier_1' | 'tier_2' | 'tier_3';
 
@@ -39,14 +39,6 @@ const FeesFileSchema = Type.Record(Type.String(), Type.Record(Type.String(), Fee
 
 type Fee = Static<typeof FeeSchema>;
 
-function parseReference<const S extends TSchema>(file: string, schema: S, value: unknown): Static<S> {
-  if (Value.Check(schema, value)) return value;
-  const detail = Value.Errors(schema, value)
-    .slice(0, 5)
-    .map((error) => `${error.instancePath || '/'} ${error.message}`)
-    .join('; ');
-  throw new Error(`data/reference/${file} is invalid: ${detail}`);
-}
 
 export interface TierLimits {
   perTransactionMaxMinor: number;

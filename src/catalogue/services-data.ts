@@ -4,7 +4,6 @@
 // Invariant: data that contradicts itself or data/reference/services.json stops the process at load,
 // never at the first request that touches it.
 import Type, { type Static, type TSchema } from 'typebox';
-import Value from 'typebox/value';
 import definitionsData from '../../data/reference/services/definitions.json' with { type: 'json' };
 import marketsData from '../../data/reference/services/markets.json' with { type: 'json' };
 import operatorsData from '../../data/reference/services/operators.json' with { type: 'json' };
@@ -14,6 +13,7 @@ import promotionsData from '../../data/reference/services/promotions.json' with 
 import eligibilityData from '../../data/reference/services/eligibility.json' with { type: 'json' };
 import { countryContext, findCountry, listCountries } from './countries.ts';
 import type { CountryService, Operator, Plan, ServiceCode, Variant } from './services.ts';
+import { parseReference } from './reference.ts';
 
 export const SERVICE_CODES = [
   'airtime', 'data', 'electricity', 'water', 'internet', 'tv', 'betting', 'gift_cards', 'education', 'insurance',
@@ -182,11 +182,8 @@ export interface Promotion {
   capMinor: ReadonlyMap<string, number>;
 }
 
-function parse<const S extends TSchema>(file: string, schema: S, value: unknown): Static<S> {
-  if (Value.Check(schema, value)) return value;
-  const detail = Value.Errors(schema, value).slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
-  throw new Error(`data/reference/services/${file} is invalid: ${detail}`);
-}
+/** Service reference files live in data/reference/services/. */
+const parse = <const S extends TSchema>(file: string, schema: S, value: unknown): Static<S> => parseReference(`services/${file}`, schema, value);
 
 function fail(where: string, problem: string): never {
   throw new Error(`data/reference/services: ${where}: ${problem}`);
