@@ -242,6 +242,17 @@ describe('orders: errors and binding', () => {
     assert.equal(up.status, 201, 'the same key works once the rail is back');
   });
 
+  it('quote errors: 400 VALIDATION, 403 SERVICE_COUNTRY_NOT_ELIGIBLE, 422 SERVICE_UNAVAILABLE', async () => {
+    const c = await customer(0);
+    const base = { customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN' };
+    const bad = await api('POST', '/v1/services/quote', { body: { ...base, provider_cost_minor: -5 } });
+    assert.deepEqual([bad.status, bad.body.error?.code], [400, 'VALIDATION']);
+    const ineligible = await api('POST', '/v1/services/quote', { body: { ...base, country_code: 'KE', currency: 'KES' } });
+    assert.deepEqual([ineligible.status, ineligible.body.error?.code], [403, 'SERVICE_COUNTRY_NOT_ELIGIBLE']);
+    const unavailable = await api('POST', '/v1/services/quote', { body: { ...base, country_code: 'GH', currency: 'GHS', service_code: 'betting', provider_cost_minor: 1_000 } });
+    assert.deepEqual([unavailable.status, unavailable.body.error?.code], [422, 'SERVICE_UNAVAILABLE']);
+  });
+
   it('a method the service does not accept (card for NG betting) → 422 METHOD_NOT_SELECTABLE on quote and order; the server stays up', async () => {
     const c = await customer(1_000_000);
     await api('PATCH', `/v1/customers/${c.id}`, { body: { kyc_level: 2 } });

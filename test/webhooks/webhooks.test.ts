@@ -21,7 +21,7 @@ async function receiver(): Promise<Receiver> {
 }
 
 /** A fresh account per scenario: deliveries and clocks do not mix between tests. */
-const accounts: string[] = Array.from({ length: 10 }, () => secretKey());
+const accounts: string[] = Array.from({ length: 12 }, () => secretKey());
 const liveKey = secretKey('live');
 // accounts[0] is `api`, whose subscription tests leave subscriptions behind; scenarios start at 1.
 let nextAccount = 1;
@@ -163,6 +163,30 @@ describe('delivery', () => {
     assert.equal(d.last_response_code, 302);
     assert.match(d.last_error, /redirect/);
     assert.equal(target.received.length, 0, 'the redirect target was never called');
+  });
+
+  it('a 2xx other than 200/201/202/204 (203) counts as a failure', async () => {
+    const on = account();
+    const r = await receiver();
+    r.behave({ status: 203 });
+    await subscribe(on, r.url);
+    await completedPayment(on);
+    const [d] = await until(() => deliveries(on), (l) => l[0]?.attempts === 1, 'first attempt');
+    assert.deepEqual([d.status, d.last_response_code], ['pending', 203]);
+  });
+
+  it('service_order.completed and service_order.failed are delivered for service orders', async () => {
+    const on = account();
+    const r = await receiver();
+    await subscribe(on, r.url, ['service_order.completed', 'service_order.failed']);
+    const { customerId } = await completedPayment(on, 1_000_000);
+    for (const phone of ['+2348031237777', '+2348031230000']) {
+      const o = await on('POST', '/v1/services/orders', { idempotencyKey: idem(), body: { customer_id: customerId, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone } });
+      assert.equal(o.status, 201, JSON.stringify(o.body));
+    }
+    const got = await r.waitFor(2);
+    assert.deepEqual(got.map((g) => g.body.event_type).sort(), ['service_order.completed', 'service_order.failed']);
+    for (const g of got) assert.match(g.body.event_key, /^service_order\.(completed|failed):[0-9A-Z]{26}$/);
   });
 
   it('a receiver slower than the timeout → failure "no answer within"', async () => {
