@@ -39,10 +39,13 @@ export class ShardPool {
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
   private nextN = 1;
+  private outgoing: Array<Array<{ n: number; cmd: Command }>>;
+  private outgoingScheduled = false;
   private stopping = false;
 
   constructor(private readonly options: PoolOptions) {
     this.inFlight = new Array<number>(options.shards).fill(0);
+    this.outgoing = Array.from({ length: options.shards }, () => []);
   }
 
   /** Spawns every shard and resolves with their recovery reports once all have replayed their WAL. */
@@ -119,16 +122,29 @@ export class ShardPool {
     }
     const n = this.nextN++;
     this.inFlight[shard]! += 1;
-    const message: MainToShard = { type: 'command', n, cmd };
     return new Promise((resolve) => {
       this.pending.set(n, { resolve, shard });
-      this.workers[shard]!.postMessage(message);
+      this.outgoing[shard]!.push({ n, cmd });
+      if (!this.outgoingScheduled) {
+        this.outgoingScheduled = true;
+        setImmediate(() => this.flushOutgoing());
+      }
     });
   }
 
   /** Where clients reach the server (known once it listens): hosted checkout links are built on it. */
   setPublicUrl(url: string): void {
     for (const worker of this.workers) worker.postMessage({ type: 'public-url', url });
+  }
+
+  /** Posts each shard's gathered commands as one message (the request handlers of one loop turn). */
+  private flushOutgoing(): void {
+    this.outgoingScheduled = false;
+    this.outgoing.forEach((items, shard) => {
+      if (items.length === 0) return;
+      this.outgoing[shard] = [];
+      this.workers[shard]!.postMessage({ type: 'commands', items } satisfies MainToShard);
+    });
   }
 
   broadcastClock(owner: string, offsetMs: number): void {

@@ -92,10 +92,10 @@ export type CommandBody =
 
 export type Command = CommandBase & CommandBody;
 
+/** The commands for one shard gathered in one event-loop turn of the front end: one hop per batch. */
 export interface CommandMessage {
-  type: 'command';
-  n: number;
-  cmd: Command;
+  type: 'commands';
+  items: Array<{ n: number; cmd: Command }>;
 }
 
 /** Every reply of one group commit, in one message: one thread hop per batch, not per request. */

@@ -162,8 +162,9 @@ port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offse
     case 'public-url':
       setPublicUrl(message.url);
       return;
-    case 'command':
-      enqueue({ n: message.n, cmd: message.cmd });
+    case 'commands':
+      for (const item of message.items) queue.push(item);
+      scheduleFlush();
       return;
     case 'clock':
       clockOffsets.set(message.owner, message.offsetMs);
