@@ -1,7 +1,7 @@
 // `kobo verify`: checks every WAL record and snapshot checksum, that newest snapshot + WAL tail equals a
 // full replay, and the ledger invariants (per-currency debits = credits, no wallet below zero, no open
 // hold on a finished transaction). Runs in the CLI process; opens shard files read-only.
-// Invariant: any violation is reported and makes the command exit non-zero.
+// Invariant: every violation is reported and makes the command exit non-zero.
 import fs from 'node:fs';
 import path from 'node:path';
 import { addTotals, ledgerViolations, type CurrencyTotals } from '../ledger/ledger.ts';

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { mintId } from '../../src/ids.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 const KEY = secretKey();
@@ -96,14 +97,6 @@ async function funded(grossMinor: number): Promise<{ id: string; walletId: strin
   return { ...customer, netMinor: grossMinor - collection.fee_minor };
 }
 
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 3_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 before(async () => {
   server = await startServer({ keys: [KEY, KEY_OTHER, KEY_LIVE] });

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
+import { until } from '../helpers/wait.ts';
 
 const key = secretKey();
 const otherKey = secretKey();
@@ -41,15 +42,6 @@ async function customer(fundMinor: number, country: 'NG' | 'GH' | 'GB' = 'NG'): 
   return { id: c.body.data.id, walletId: c.body.data.wallets[0].id, balance };
 }
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const statusOf = (id: string) => () => api('GET', `/v1/services/orders/${id}/status`).then((r) => r.body.data);
 

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { mintId } from '../../src/ids.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 const KEY = secretKey();
@@ -90,14 +91,6 @@ async function wallet(walletId: string) {
   return response.body.data as { balance_minor: number; available_minor: number; held_minor: number };
 }
 
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 3_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 before(async () => {
   server = await startServer({ keys: [KEY, KEY_OTHER, KEY_CLOCK], env: { KOBO_RAIL_LATENCY_MS: '60000' } });

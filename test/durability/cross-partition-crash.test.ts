@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { partitionOfId } from '../../src/ids.ts';
 import { kobo } from '../helpers/cli.ts';
+import { until } from '../helpers/wait.ts';
 
 const key = secretKey();
 const keys = [`${key}@xp`];
@@ -24,15 +25,6 @@ async function customer(api: Api, fundMinor: number): Promise<{ id: string; wall
   return { id: c.body.data.id, walletId: c.body.data.wallets[0].id, balance };
 }
 
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 async function scenario(killAt: 'before-credit' | 'between-steps'): Promise<void> {
   // A slow rail widens the windows: the submit waits 1.5 s, and so does the sender's confirmation.
@@ -45,7 +37,7 @@ async function scenario(killAt: 'before-credit' | 'between-steps'): Promise<void
   const t = await api('POST', '/v1/transfers', { idempotencyKey: idem(), body: { customer_id: sender.id, beneficiary_id: b.id, amount_minor: AMOUNT_MINOR, currency: 'NGN' } });
   assert.equal(t.status, 201);
   if (killAt === 'between-steps') {
-    await until(() => api('GET', `/v1/wallets/${receiver.walletId}`).then((r) => r.body.data.balance_minor as number), (v) => v === AMOUNT_MINOR, 'the credit');
+    await until(() => api('GET', `/v1/wallets/${receiver.walletId}`).then((r) => r.body.data.balance_minor as number), (v) => v === AMOUNT_MINOR, 'the credit', 10_000);
     assert.equal((await api('GET', `/v1/transfers/${t.body.data.id}`)).body.data.status, 'processing', 'the sender has not posted yet');
   }
   await server.kill();
@@ -56,7 +48,7 @@ async function scenario(killAt: 'before-credit' | 'between-steps'): Promise<void
   server = await startServer({ keys, dataDir: server.dataDir });
   api = client(server.baseUrl, key);
   try {
-    const done = await until(() => api('GET', `/v1/transfers/${t.body.data.id}`).then((r) => r.body.data), (d) => d.status === 'completed', 'completion');
+    const done = await until(() => api('GET', `/v1/transfers/${t.body.data.id}`).then((r) => r.body.data), (d) => d.status === 'completed', 'completion', 10_000);
     assert.equal(done.status, 'completed');
     assert.equal((await api('GET', `/v1/wallets/${receiver.walletId}`)).body.data.balance_minor, AMOUNT_MINOR, 'credited exactly once');
     const senderWallet = (await api('GET', `/v1/wallets/${sender.walletId}`)).body.data;

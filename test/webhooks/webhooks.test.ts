@@ -7,6 +7,7 @@ import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type Te
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { kobo } from '../helpers/cli.ts';
 import { verifyWebhook } from '../../src/webhooks/verify-webhook.ts';
+import { until } from '../helpers/wait.ts';
 
 const DISABLE_AFTER = 10;
 const TIMEOUT_MS = 400;
@@ -61,15 +62,6 @@ async function deliveries(on: ReturnType<typeof client>, query = ''): Promise<an
   return r.body.data;
 }
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('subscriptions', () => {
   it('create → 201 with a whsec_ secret once; list never shows it', async () => {
