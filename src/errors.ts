@@ -47,6 +47,11 @@ export function reject(code: ErrorCode, message: string, status?: number): Rejec
   return status === undefined ? { code, message } : { code, message, status };
 }
 
+/** True for a Rejection value (entities carry an `id`, rejections never do). */
+export function isRejection(value: unknown): value is Rejection {
+  return typeof value === 'object' && value !== null && 'code' in value && 'message' in value && !('id' in value);
+}
+
 export function statusOf(rejection: Rejection): number {
   return rejection.status ?? ERROR_STATUS[rejection.code];
 }

@@ -3,7 +3,7 @@
 // Main thread. Routing uses the partition encoded in ids, so no lookup precedes a command.
 // Invariant: an idempotent command carries scope and fingerprint, and runs through the index.
 import { createHash } from 'node:crypto';
-import { reject, statusOf, type Rejection } from '../errors.ts';
+import { isRejection, reject, statusOf, type Rejection } from '../errors.ts';
 import { partitionOfId } from '../ids.ts';
 import { PARTITIONS } from '../config.ts';
 import { isCurrencyCode } from '../catalogue/currencies.ts';
@@ -87,6 +87,4 @@ export function byIdHandler(deps: ApiDeps, what: string, build: (id: string) => 
   };
 }
 
-export function isRejection(value: unknown): value is Rejection {
-  return typeof value === 'object' && value !== null && 'code' in value && 'message' in value;
-}
+export { isRejection } from '../errors.ts';

@@ -110,8 +110,6 @@ export class ShardPool {
         if (reply.status >= 500) return;
         setTimeout(() => void this.send({ ...replyTo.cmd, outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }), replyTo.delayMs).unref();
       });
-    } else if (message.type === 'fatal') {
-      this.options.onFatal(`shard ${message.shard}: ${message.message}`);
     }
   }
 

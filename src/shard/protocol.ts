@@ -113,11 +113,6 @@ export interface IndexMessage {
   recovered: { replayed: number; cut: number; lastLsn: number };
 }
 
-export interface FatalMessage {
-  type: 'fatal';
-  shard: number;
-  message: string;
-}
 
 /**
  * A command for another partition (possibly on another shard), sent through the front end. When
@@ -136,5 +131,5 @@ export interface OutboxMessage {
   events: OutboxEvent[];
 }
 
-export type ShardToMain = ReplyMessage | IndexMessage | FatalMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; scopes: string[] } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type ShardToMain = ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; scopes: string[] } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
 export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

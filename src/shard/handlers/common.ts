@@ -74,8 +74,14 @@ export function customerFor(ctx: HandlerContext, cmd: Command, customerId: strin
   return customer;
 }
 
-export function isRejection(value: unknown): value is Rejection {
-  return typeof value === 'object' && value !== null && 'code' in value && 'message' in value && !('id' in value);
+export { isRejection } from '../../errors.ts';
+
+/** How long after a rail timeout it is asked again about the same purchase (on top of the rail latency). */
+export const REQUERY_AFTER_MS = 200;
+
+/** A rail answer or follow-up that no longer applies (the entity moved on): refused, nothing changes. */
+export function stale(why: string): Outcome {
+  return rejected(reject('CONFLICT', why));
 }
 
 /** LIMIT_EXCEEDED when the amount passes the customer's per-transaction or daily tier limit. */

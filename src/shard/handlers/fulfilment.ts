@@ -12,18 +12,16 @@ import type { ServiceCode } from '../../catalogue/services.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
-import { okReply, outboxEvent, rejected, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { moveOrder } from './orders.ts';
 import { movePayment, moveTransaction, releaseUsage } from './transactions.ts';
 
-const REQUERY_AFTER_MS = 200;
 
 function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
   return { afterMs, cmd: { ...body, owner: order.owner, nowMs: ctx.nowMs, partition } };
 }
 
 const recipientOf = (order: ServiceOrder): string => order.accountRef ?? order.phone ?? '';
-const ignored = (why: string): Outcome => rejected(reject('CONFLICT', why));
 const done = (): ReturnType<typeof okReply> => okReply(200, {});
 
 function orderOf(ctx: HandlerContext, id: string): ServiceOrder | undefined {
@@ -45,7 +43,7 @@ export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partiti
 /** A wallet-paid order's funds are confirmed (held): dispatch. */
 export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'awaiting_payment') return ignored('order is not awaiting payment');
+  if (order === undefined || order.status !== 'awaiting_payment') return stale('order is not awaiting payment');
   const dispatched = dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
   assert(dispatched !== null, 'fulfilment: awaiting_payment accepts payment.settled');
   return { events: dispatched.events, reply: done, effects: dispatched.effects };
@@ -135,7 +133,7 @@ function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[]
 /** The rail's answer to a dispatch (or to a requery after a restart: the same reference, the same answer). */
 export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'fulfilling' || order.dispatchAttempt !== cmd.attempt) return ignored('order is not awaiting this dispatch');
+  if (order === undefined || order.status !== 'fulfilling' || order.dispatchAttempt !== cmd.attempt) return stale('order is not awaiting this dispatch');
   const answer = railAnswer(recipientOf(order), cmd.attempt);
   switch (answer) {
     case 'delivered':
@@ -163,7 +161,7 @@ export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' 
 /** Reconciliation of an unknown order: requery the rail for the same provider_reference. */
 export function reconcileOrder(ctx: HandlerContext, cmd: Command & { k: 'order.reconcile' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'unknown') return ignored('order is not unknown');
+  if (order === undefined || order.status !== 'unknown') return stale('order is not unknown');
   const outcome = requeryOutcome(recipientOf(order));
   assert(outcome === 'delivered', 'fulfilment: the sandbox requery finds purchases delivered');
   return { events: deliveredEvents(ctx, order, 'reconcile'), reply: done };
@@ -171,7 +169,7 @@ export function reconcileOrder(ctx: HandlerContext, cmd: Command & { k: 'order.r
 
 export function retryOrder(ctx: HandlerContext, cmd: Command & { k: 'order.retry' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'retry_required') return ignored('order is not waiting for a retry');
+  if (order === undefined || order.status !== 'retry_required') return stale('order is not waiting for a retry');
   const dispatched = dispatchEvents(ctx, order, cmd.partition, 'retry.dispatch');
   assert(dispatched !== null);
   return { events: dispatched.events, reply: done, effects: dispatched.effects };
@@ -180,11 +178,11 @@ export function retryOrder(ctx: HandlerContext, cmd: Command & { k: 'order.retry
 /** The refund path: provider_funding_failure → refund_pending → refunded (money back to the payer). */
 export function refundOrder(ctx: HandlerContext, cmd: Command & { k: 'order.refund' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined) return ignored('no such order');
+  if (order === undefined) return stale('no such order');
   if (order.status === 'provider_funding_failure') {
     return { events: [moveOrder(order, { type: 'refund.start', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs)] };
   }
-  if (order.status !== 'refund_pending') return ignored('order has no refund in progress');
+  if (order.status !== 'refund_pending') return stale('order has no refund in progress');
   const payment = ctx.state.payments.get(order.paymentId)!;
   const events: WalEvent[] = [moveOrder(order, { type: 'refund.completed', atMs: ctx.nowMs })!];
   if (payment.method === 'wallet') events.push(...releaseWalletHold(ctx, order));

@@ -22,6 +22,8 @@ import {
   okReply,
   outboxEvent,
   rejected,
+  REQUERY_AFTER_MS,
+  stale,
   usageEvent,
   type Effect,
   type HandlerContext,
@@ -30,8 +32,6 @@ import {
 import { failEvents, moveTransaction, newTransaction } from './transactions.ts';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-/** How long after a timeout the rail is asked again (on top of the rail latency). */
-const REQUERY_AFTER_MS = 200;
 
 export function beneficiaryView(b: Beneficiary): object {
   return {
@@ -274,12 +274,11 @@ function internal(ctx: HandlerContext, id: string): { transfer: Transfer; txn: T
   return { transfer, txn: ctx.state.transactions.get(transfer.transactionId)! };
 }
 
-const ignored = (why: string): Outcome => rejected(reject('CONFLICT', why));
 
 /** Submits a pending transfer to the payout rail; the rail's answer comes back as `transfer.rail`. */
 export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.submit' }): Outcome {
   const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'pending') return ignored('transfer is not pending');
+  if (found === null || found.transfer.status !== 'pending') return stale('transfer is not pending');
   const { transfer, txn } = found;
   const reference = `PAYOUT-${transfer.id.slice(-12)}-${txn.attempt}`;
   const events = [moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }), moveTransfer(transfer, { type: 'submit', atMs: ctx.nowMs }, reference)];
@@ -339,7 +338,7 @@ export function creditInbound(ctx: HandlerContext, cmd: Command & { k: 'transfer
 /** The sending partition learns the credit's outcome: post the hold (completed) or void it (failed). */
 export function creditOutcome(ctx: HandlerContext, cmd: Command & { k: 'transfer.credited' }): Outcome {
   const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'processing') return ignored('transfer is not awaiting its credit');
+  if (found === null || found.transfer.status !== 'processing') return stale('transfer is not awaiting its credit');
   const reply = (): ReturnType<typeof okReply> => okReply(200, {});
   if (cmd.outcome === 'credited') return { events: settleEvents(ctx, found.transfer, found.txn, false), reply };
   const events = failEvents(ctx, found.txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The receiving wallet could not be credited.' }, 'fail');
@@ -363,7 +362,7 @@ function settleEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction,
 /** The payout rail's answer: completed posts the hold, failed voids it, timeout leaves it held (unknown). */
 export function railAnswer(ctx: HandlerContext, cmd: Command & { k: 'transfer.rail' }): Outcome {
   const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'processing') return ignored('transfer is not awaiting the rail');
+  if (found === null || found.transfer.status !== 'processing') return stale('transfer is not awaiting the rail');
   const { transfer, txn } = found;
   const reply = (): ReturnType<typeof okReply> => okReply(200, {});
   if (cmd.outcome === 'completed') return { events: settleEvents(ctx, transfer, txn, false), reply };
@@ -381,7 +380,7 @@ export function railAnswer(ctx: HandlerContext, cmd: Command & { k: 'transfer.ra
 /** Reconciliation of an unknown transfer: requery the rail; never resubmit. */
 export function reconcileTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.reconcile' }): Outcome {
   const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'unknown') return ignored('transfer is not unknown');
+  if (found === null || found.transfer.status !== 'unknown') return stale('transfer is not unknown');
   const outcome = requeryOutcome();
   assert(outcome === 'completed');
   return { events: settleEvents(ctx, found.transfer, found.txn, true), reply: () => okReply(200, {}) };
