@@ -120,10 +120,10 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     snapshotIntervalMs: config.snapshotIntervalMs,
     idempotencyRetentionMs: config.idempotencyRetentionHours * 3_600_000,
     idempotencySweepMs: config.idempotencySweepMs,
-    onIdempotencyExpired: (scopes) => {
-      for (const scope of scopes) idempotency.forget(scope);
-    },
+    onIdempotencyExpired: (pairs) => idempotency.forget(pairs),
     snapshotEveryRecords: config.snapshotEveryRecords,
+    walRetainRecords: config.walRetainRecords,
+    quoteSweepMs: config.quoteSweepMs,
     clockOffsets: clocks.entries(),
     onOutbox: (events) => dispatcher?.ingest(events),
     onFatal: (message) => {
@@ -150,7 +150,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   let replayed = 0;
   for (const report of reports) {
     for (const [owner, email, phone, id] of report.customers) customers.restore(owner, email, phone, id);
-    for (const [scope, partition] of report.idempotencyScopes) idempotency.restore(scope, partition);
+    for (const [hash, partition] of report.idempotencyScopes) idempotency.restore(hash, partition);
     replayed += report.recovered.replayed;
     if (report.recovered.cut > 0) log(`shard ${report.shard}: cut ${report.recovered.cut} torn WAL record(s) at the tail`);
   }

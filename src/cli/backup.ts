@@ -1,5 +1,6 @@
 // `kobo snapshot` and `kobo restore`: a backup is one SQLite file holding every partition's image at
-// its LSN (checksummed), the layout, the API keys (hashed) and the sandbox clocks. Runs in the CLI.
+// its LSN (checksummed), the finished entities and idempotency records up to that LSN, the layout, the
+// API keys (hashed), the sandbox clocks and the webhook tables. Runs in the CLI.
 // Snapshot works while the server runs (read transactions); restore refuses while it runs.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
 import fs from 'node:fs';
@@ -14,6 +15,17 @@ import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 
 const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
+
+/** The shard file's tiered tables, copied whole (rows up to the backup's LSN) into the backup. */
+const TIER_TABLES_SQL = `
+  CREATE TABLE IF NOT EXISTS cold (kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
+    body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS idem (scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;`;
+const TIER_COLUMNS = {
+  cold: 'kind, id, lsn, partition, body, crc',
+  idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn',
+} as const;
 
 export function serverPid(dataDir: string): number | null {
   const file = path.join(dataDir, 'server.pid');
@@ -44,8 +56,10 @@ export function takeSnapshot(dataDir: string, outFile: string, progress: (m: str
     CREATE TABLE partitions (partition INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, body BLOB NOT NULL, crc INTEGER NOT NULL);
   `);
   backup.exec(CONTROL_SCHEMA_SQL);
+  backup.exec(TIER_TABLES_SQL);
   const insert = backup.prepare('INSERT INTO partitions (partition, lsn, body, crc) VALUES (?, ?, ?, ?)');
   let count = 0;
+  const lsnOf = new Map<number, number>();
   for (let shard = 0; shard < layout.shards; shard += 1) {
     // Offline, the shard's own file also gets the fresh images, so the next start replays less.
     const store = new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: online });
@@ -58,10 +72,13 @@ export function takeSnapshot(dataDir: string, outFile: string, progress: (m: str
         if (!online) store.writeSnapshot(row);
         count += 1;
       }
+      lsnOf.set(shard, recovered.lastLsn);
       progress(`shard ${shard}: ${recovered.states.size} partitions at LSN ${recovered.lastLsn}`);
     } finally {
       store.close();
     }
+    const tiered = copyTiers(backup, path.join(dataDir, shardFile(shard)), lsnOf.get(shard) ?? 0);
+    progress(`shard ${shard}: ${tiered.cold} finished entities, ${tiered.idem} idempotency records`);
   }
   const control = openDatabase(path.join(dataDir, 'control.db'), { readonly: true });
   try {
@@ -88,6 +105,33 @@ export function takeSnapshot(dataDir: string, outFile: string, progress: (m: str
   meta.run('taken_at', new Date().toISOString());
   backup.close();
   return { file: outFile, partitions: count, bytes: fs.statSync(outFile).size, compacted: !online };
+}
+
+/** Copies a shard file's cold and idempotency rows written up to `lsn` (a running server may be ahead). */
+function copyTiers(backup: Database.Database, shardPath: string, lsn: number): { cold: number; idem: number } {
+  backup.prepare('ATTACH DATABASE ? AS s').run(shardPath);
+  try {
+    const has = (table: string): boolean => backup.prepare("SELECT 1 FROM s.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+    const copy = (table: keyof typeof TIER_COLUMNS): number =>
+      has(table) ? backup.prepare(`INSERT INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM s.${table} WHERE lsn <= ?`).run(lsn).changes : 0;
+    return { cold: copy('cold'), idem: copy('idem') };
+  } finally {
+    backup.exec('DETACH DATABASE s');
+  }
+}
+
+/** Puts the backup's cold and idempotency rows of this shard's partitions into its fresh file. */
+function restoreTiers(store: ShardStore, backupFile: string, shard: number, shards: number): void {
+  store.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
+  try {
+    for (const table of ['cold', 'idem'] as const) {
+      const present = store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table);
+      if (present === undefined) continue; // a backup from before finished entities left the heap
+      store.db.prepare(`INSERT INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM bk.${table} WHERE partition % ? = ?`).run(shards, shard);
+    }
+  } finally {
+    store.db.exec('DETACH DATABASE bk');
+  }
 }
 
 export interface RestoreResult {
@@ -123,6 +167,7 @@ export function restoreBackup(dataDir: string, backupFile: string, progress: (m:
       const baseLsn = Math.max(0, ...mine.map((r) => r.lsn));
       store.setMeta('base_lsn', String(baseLsn));
       for (const row of mine) store.writeSnapshot({ partition: row.partition, lsn: row.lsn, takenAtMs: Date.now(), body: row.body, crc: row.crc });
+      restoreTiers(store, backupFile, shard, shards);
       store.close();
       progress(`shard ${shard}: ${mine.length} partitions restored (WAL continues after LSN ${baseLsn})`);
     }

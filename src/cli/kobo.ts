@@ -139,6 +139,8 @@ program
     if (opts.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else {
       process.stdout.write(`verified ${report.shards} shard(s): ${report.walRecords} WAL records, ${report.snapshots} snapshots, ${report.customers} customers, ${report.wallets} wallets, ${report.transactions} transactions\n`);
+      for (const r of report.ranges) process.stdout.write(`  shard ${r.shard}: WAL LSN ${r.fromLsn ?? '-'}..${r.toLsn} checked; snapshots proved by ${r.proof}\n`);
+      process.stdout.write(`  ${report.coldRows} finished-entity rows\n`);
       for (const [currency, t] of Object.entries(report.currencies)) process.stdout.write(`  ${currency}: debits ${t.debitsPosted} = credits ${t.creditsPosted}\n`);
     }
     if (report.violations.length > 0) {

@@ -3,7 +3,7 @@
 // WAL record as the effect it guards, so both are durable together or not at all.
 // Invariant: a command either applies all its events or none (a failed assertion stops the shard).
 import type { Effect, HandlerContext, Outcome } from './handlers/common.ts';
-import { errorReply, rejected } from './handlers/common.ts';
+import { errorReply } from './handlers/common.ts';
 import { reject } from '../errors.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
@@ -17,14 +17,22 @@ import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryO
 import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
-/** Forgets records older than their owner's cutoff. Scopes are `env:account:key`; the owner is `env:account`. */
-function expireIdempotency(ctx: HandlerContext, cmd: Command & { k: 'idem.expire' }): Outcome {
-  const expired: string[] = [];
-  for (const record of ctx.state.idempotency.values()) {
-    const owner = record.scope.slice(0, record.scope.indexOf(':', record.scope.indexOf(':') + 1));
-    if (record.atMs < (cmd.cutoffMs[owner] ?? cmd.defaultCutoffMs)) expired.push(record.scope);
-  }
-  return { events: expired.length === 0 ? [] : [{ t: 'idem.expired', scopes: expired }], reply: () => ({ status: 200, json: JSON.stringify({ data: { expired: expired.length } }) }) };
+/**
+ * Forgets records older than their owner's cutoff (each owner has its own sandbox clock). The event
+ * carries the cutoffs, not the scopes: the records live in the shard file, and one event stays small.
+ */
+function expireIdempotency(cmd: Command & { k: 'idem.expire' }): Outcome {
+  return { events: [{ t: 'idem.expired', cutoffMs: cmd.cutoffMs, defaultCutoffMs: cmd.defaultCutoffMs }], reply: () => ({ status: 200, json: '{"data":{}}' }) };
+}
+
+/** Unused quotes past their expiry on their owner's clock leave the heap. */
+function expireQuotes(ctx: HandlerContext, cmd: Command & { k: 'quotes.expire' }): Outcome {
+  const due = (q: { owner: string; usedBy: string | null; expiresAtMs: number; expired?: true }): boolean =>
+    q.usedBy === null && q.expired !== true && q.expiresAtMs < (cmd.cutoffMs[q.owner] ?? cmd.defaultCutoffMs);
+  const fx = [...ctx.state.quotes.values()].filter(due).map((q) => q.id);
+  const service = [...ctx.state.serviceQuotes.values()].filter(due).map((q) => q.id);
+  const events: WalEvent[] = fx.length + service.length === 0 ? [] : [{ t: 'quotes.expired', fx, service }];
+  return { events, reply: () => ({ status: 200, json: JSON.stringify({ data: { expired: fx.length + service.length } }) }) };
 }
 
 function decide(ctx: HandlerContext, cmd: Command): Outcome {
@@ -67,10 +75,12 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.retry': return retryOrder(ctx, cmd);
     case 'order.refund': return refundOrder(ctx, cmd);
     case 'order.resolve': return resolveOrder(ctx, cmd);
-    case 'idem.expire': return expireIdempotency(ctx, cmd);
+    case 'idem.expire': return expireIdempotency(cmd);
+    case 'quotes.expire': return expireQuotes(ctx, cmd);
     case 'idem.replay':
-      // The front end believed this shard holds the key's record; it does not. Never store this.
-      return rejected(reject('INTERNAL', 'Idempotency record not found where the index placed it.'));
+      // The front end's index (keyed by a hash of the scope) placed the key here, but no record has
+      // this exact scope: a hash collision. Never stored; the front end runs the request afresh.
+      return { events: [], reply: () => ({ status: 500, miss: true, error: { code: 'INTERNAL', message: 'Idempotency record not found where the index placed it.' } }) };
     default: {
       const never: never = cmd;
       throw new Error(`dispatch: unknown command ${JSON.stringify(never)}`);

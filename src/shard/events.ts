@@ -67,7 +67,14 @@ export type WalEvent =
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
   | { t: 'idem.stored'; record: IdempotencyRecord }
-  | { t: 'idem.expired'; scopes: string[] };
+  /**
+   * Records older than their owner's cutoff are forgotten. Records written before this form existed
+   * listed the scopes instead; replay still honours them.
+   */
+  | { t: 'idem.expired'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
+  | { t: 'idem.expired'; scopes: string[] }
+  /** Unused quotes past expiry leave the heap (kept cold, so an order naming one still hears QUOTE_EXPIRED). */
+  | { t: 'quotes.expired'; fx: string[]; service: string[] };
 
 function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): void {
   for (const op of ops) {
@@ -113,11 +120,11 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     }
     case 'txn.created':
-      assert(!state.transactions.has(event.txn.id), 'apply: transaction exists');
+      assert(!state.transactions.hasHot(event.txn.id), 'apply: transaction exists');
       state.transactions.set(event.txn.id, { ...event.txn, history: [...event.txn.history] });
       return;
     case 'txn.moved': {
-      const txn = state.transactions.get(event.id);
+      const txn = state.transactions.mutable(event.id);
       assert(txn !== undefined, 'apply: transaction missing');
       txn.status = event.status;
       txn.failure = event.failure;
@@ -129,11 +136,11 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     }
     case 'payment.created':
-      assert(!state.payments.has(event.payment.id), 'apply: payment exists');
+      assert(!state.payments.hasHot(event.payment.id), 'apply: payment exists');
       state.payments.set(event.payment.id, { ...event.payment });
       return;
     case 'payment.moved': {
-      const payment = state.payments.get(event.id);
+      const payment = state.payments.mutable(event.id);
       assert(payment !== undefined, 'apply: payment missing');
       payment.status = event.status;
       payment.updatedAtMs = event.atMs;
@@ -144,13 +151,13 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       for (const op of event.ops) applyLedgerOp(state.ledger, op);
       return;
     case 'quote.created':
-      assert(!state.quotes.has(event.quote.id), 'apply: quote exists');
+      assert(!state.quotes.hasHot(event.quote.id), 'apply: quote exists');
       state.quotes.set(event.quote.id, { ...event.quote });
       return;
     case 'exchange.created': {
-      const quote = state.quotes.get(event.exchange.quoteId);
+      const quote = state.quotes.mutable(event.exchange.quoteId);
       assert(quote !== undefined && quote.usedBy === null, 'apply: exchange needs an unused quote');
-      assert(!state.exchanges.has(event.exchange.id), 'apply: exchange exists');
+      assert(!state.exchanges.hasHot(event.exchange.id), 'apply: exchange exists');
       quote.usedBy = event.exchange.id;
       state.exchanges.set(event.exchange.id, { ...event.exchange });
       return;
@@ -160,9 +167,9 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       state.beneficiaries.set(event.beneficiary.id, { ...event.beneficiary });
       return;
     case 'transfer.created': {
-      assert(!state.transfers.has(event.transfer.id), 'apply: transfer exists');
+      assert(!state.transfers.hasHot(event.transfer.id), 'apply: transfer exists');
       if (event.transfer.quoteId !== null) {
-        const quote = state.quotes.get(event.transfer.quoteId);
+        const quote = state.quotes.mutable(event.transfer.quoteId);
         assert(quote !== undefined && quote.usedBy === null, 'apply: transfer needs an unused quote');
         quote.usedBy = event.transfer.id;
       }
@@ -170,7 +177,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     }
     case 'transfer.moved': {
-      const transfer = state.transfers.get(event.id);
+      const transfer = state.transfers.mutable(event.id);
       assert(transfer !== undefined, 'apply: transfer missing');
       transfer.status = event.status;
       transfer.updatedAtMs = event.atMs;
@@ -178,7 +185,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     }
     case 'transfer.credited_in':
-      assert(!state.inboundCredits.has(event.credit.transferId), 'apply: transfer credited twice');
+      assert(!state.inboundCredits.hasHot(event.credit.transferId), 'apply: transfer credited twice');
       state.inboundCredits.set(event.credit.transferId, { ...event.credit });
       return;
     case 'outbox.added':
@@ -186,13 +193,13 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       state.outbox.set(event.event.id, { ...event.event });
       return;
     case 'squote.created':
-      assert(!state.serviceQuotes.has(event.quote.id), 'apply: service quote exists');
+      assert(!state.serviceQuotes.hasHot(event.quote.id), 'apply: service quote exists');
       state.serviceQuotes.set(event.quote.id, { ...event.quote });
       return;
     case 'order.created': {
-      assert(!state.orders.has(event.order.id), 'apply: order exists');
+      assert(!state.orders.hasHot(event.order.id), 'apply: order exists');
       if (event.order.quoteId !== null) {
-        const quote = state.serviceQuotes.get(event.order.quoteId);
+        const quote = state.serviceQuotes.mutable(event.order.quoteId);
         assert(quote !== undefined && quote.usedBy === null, 'apply: order needs an unused quote');
         quote.usedBy = event.order.id;
       }
@@ -200,7 +207,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     }
     case 'order.moved': {
-      const order = state.orders.get(event.id);
+      const order = state.orders.mutable(event.id);
       assert(order !== undefined, 'apply: order missing');
       order.status = event.status;
       order.updatedAtMs = event.atMs;
@@ -213,11 +220,24 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       for (const id of event.ids) state.outbox.delete(id);
       return;
     case 'idem.stored':
-      assert(!state.idempotency.has(event.record.scope), 'apply: idempotency record exists');
-      state.idempotency.set(event.record.scope, event.record);
+      // No "exists" guard: on replay the shard file already holds the record this event wrote.
+      state.idempotency.set(event.record);
       return;
     case 'idem.expired':
-      for (const scope of event.scopes) state.idempotency.delete(scope);
+      if ('scopes' in event) state.idempotency.forget(event.scopes);
+      else state.idempotency.expire(event.cutoffMs, event.defaultCutoffMs);
+      return;
+    case 'quotes.expired':
+      for (const id of event.fx) {
+        const quote = state.quotes.mutable(id);
+        assert(quote !== undefined && quote.usedBy === null, 'apply: only an unused quote expires');
+        quote.expired = true;
+      }
+      for (const id of event.service) {
+        const quote = state.serviceQuotes.mutable(id);
+        assert(quote !== undefined && quote.usedBy === null, 'apply: only an unused quote expires');
+        quote.expired = true;
+      }
       return;
     default: {
       const never: never = event;

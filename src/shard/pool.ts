@@ -18,8 +18,10 @@ export interface PoolOptions {
   idempotencyRetentionMs: number;
   idempotencySweepMs: number;
   /** Idempotency scopes a shard forgot (past retention), for the front end's index. */
-  onIdempotencyExpired: (scopes: string[]) => void;
+  onIdempotencyExpired: (pairs: Array<[hash: number, partition: number]>) => void;
   snapshotEveryRecords: number;
+  walRetainRecords: number;
+  quoteSweepMs: number;
   clockOffsets: Array<[string, number]>;
   onFatal: (message: string) => void;
   /** Outbox events a shard made durable, for the webhook dispatcher. */
@@ -62,6 +64,8 @@ export class ShardPool {
         idempotencyRetentionMs: this.options.idempotencyRetentionMs,
         idempotencySweepMs: this.options.idempotencySweepMs,
         snapshotEveryRecords: this.options.snapshotEveryRecords,
+        walRetainRecords: this.options.walRetainRecords,
+        quoteSweepMs: this.options.quoteSweepMs,
         clockOffsets: this.options.clockOffsets,
       };
       const worker = new Worker(WORKER_URL, { workerData });
@@ -98,7 +102,7 @@ export class ShardPool {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);
     } else if (message.type === 'idem.expired') {
-      this.options.onIdempotencyExpired(message.scopes);
+      this.options.onIdempotencyExpired(message.pairs);
     } else if (message.type === 'outbox') {
       this.options.onOutbox(message.events);
     } else if (message.type === 'forward') {

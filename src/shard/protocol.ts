@@ -88,6 +88,8 @@ export type CommandBody =
   | { k: 'order.resolve'; id: string; outcome: 'delivered' | 'failed' }
   /** Forget idempotency records older than each owner's cutoff (sandbox clocks differ per owner). */
   | { k: 'idem.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
+  /** Take unused quotes past expiry out of the heap; the cutoff is each owner's sandbox-clock now. */
+  | { k: 'quotes.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   | { k: 'idem.replay' };
 
 export type Command = CommandBase & CommandBody;
@@ -109,7 +111,8 @@ export interface IndexMessage {
   type: 'ready';
   shard: number;
   customers: Array<[owner: Owner, email: string, phone: string, id: string]>;
-  idempotencyScopes: Array<[scope: string, partition: number]>;
+  /** Every stored idempotency key as (hash of its scope, partition). */
+  idempotencyScopes: Array<[hash: number, partition: number]>;
   recovered: { replayed: number; cut: number; lastLsn: number };
 }
 
@@ -131,5 +134,5 @@ export interface OutboxMessage {
   events: OutboxEvent[];
 }
 
-export type ShardToMain = ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; scopes: string[] } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type ShardToMain = ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, partition: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
 export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

@@ -1,7 +1,10 @@
-// The in-memory state of one partition: customers, wallets (ledger accounts), transactions, payments,
-// idempotency records. Owned by exactly one shard worker; changed only by apply() of WAL events.
+// The state of one partition: customers, wallets (ledger accounts) and beneficiaries in the heap;
+// transactions, payments, transfers, orders, exchanges and quotes hot while in flight and in the
+// shard file's cold table once finished; idempotency records in the shard file. Owned by exactly one
+// shard worker; changed only by apply() of WAL events.
 // Invariant: entities are plain records (not live actors) so that idle ones stay small.
 import type { LedgerAccount, LedgerState } from '../ledger/ledger.ts';
+import { EntityTable, IdemTable, type ColdReader, type IdemReader } from './entity-table.ts';
 import { emptyLedger } from '../ledger/ledger.ts';
 import type { FailureCode, TransactionStatus } from '../../machines/transaction.machine.ts';
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
@@ -187,6 +190,8 @@ export interface ServiceQuote {
   accountRef: string | null;
   expiresAtMs: number;
   usedBy: string | null;
+  /** Set when the expiry sweep took the unused quote out of the heap (it still answers as expired). */
+  expired?: true;
   createdAtMs: number;
 }
 
@@ -247,6 +252,8 @@ export interface ExchangeQuote {
   expiresAtMs: number;
   /** The exchange or transfer that executed this quote; a quote is used once. */
   usedBy: string | null;
+  /** Set when the expiry sweep took the unused quote out of the heap (it still answers as expired). */
+  expired?: true;
   createdAtMs: number;
 }
 
@@ -271,6 +278,8 @@ export interface StoredReply {
   status: number;
   json?: string;
   error?: { code: string; message: string };
+  /** Set only by `idem.replay` when no record has the exact scope (the index's hash collided). */
+  miss?: true;
 }
 
 /**
@@ -291,37 +300,51 @@ export interface IdempotencyRecord extends StoredReply {
 export interface PartitionState {
   partition: number;
   customers: Map<string, Customer>;
-  transactions: Map<string, Transaction>;
-  payments: Map<string, Payment>;
-  quotes: Map<string, ExchangeQuote>;
-  exchanges: Map<string, Exchange>;
+  transactions: EntityTable<Transaction>;
+  payments: EntityTable<Payment>;
+  quotes: EntityTable<ExchangeQuote>;
+  exchanges: EntityTable<Exchange>;
   beneficiaries: Map<string, Beneficiary>;
-  transfers: Map<string, Transfer>;
-  inboundCredits: Map<string, InboundCredit>;
+  transfers: EntityTable<Transfer>;
+  inboundCredits: EntityTable<InboundCredit>;
   outbox: Map<string, OutboxEvent>;
-  serviceQuotes: Map<string, ServiceQuote>;
-  orders: Map<string, ServiceOrder>;
-  idempotency: Map<string, IdempotencyRecord>;
+  serviceQuotes: EntityTable<ServiceQuote>;
+  orders: EntityTable<ServiceOrder>;
+  idempotency: IdemTable;
   ledger: LedgerState;
 }
 
-export function emptyPartition(partition: number): PartitionState {
+/** Where a partition's finished entities and idempotency records live; null keeps everything in the heap. */
+export interface PartitionTiers {
+  cold: ColdReader;
+  idem: IdemReader;
+}
+
+const FINISHED_ORDER = new Set<OrderStatus>(['completed', 'failed', 'refunded', 'cancelled']);
+
+export function emptyPartition(partition: number, tiers: PartitionTiers | null = null): PartitionState {
+  const cold = tiers?.cold ?? null;
   return {
     partition,
     customers: new Map(),
-    transactions: new Map(),
-    payments: new Map(),
-    quotes: new Map(),
-    exchanges: new Map(),
+    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.status === 'completed' || t.status === 'failed'),
+    payments: new EntityTable<Payment>('payment', cold, (p) => p.status === 'completed' || p.status === 'failed'),
+    quotes: new EntityTable<ExchangeQuote>('fx_quote', cold, (q) => q.usedBy !== null || q.expired === true),
+    exchanges: new EntityTable<Exchange>('exchange', cold, () => true),
     beneficiaries: new Map(),
-    transfers: new Map(),
-    inboundCredits: new Map(),
+    transfers: new EntityTable<Transfer>('transfer', cold, (t) => t.status === 'completed' || t.status === 'failed'),
+    inboundCredits: new EntityTable<InboundCredit>('credit', cold, () => true),
     outbox: new Map(),
-    serviceQuotes: new Map(),
-    orders: new Map(),
-    idempotency: new Map(),
+    serviceQuotes: new EntityTable<ServiceQuote>('service_quote', cold, (q) => q.usedBy !== null || q.expired === true),
+    orders: new EntityTable<ServiceOrder>('order', cold, (o) => FINISHED_ORDER.has(o.status)),
+    idempotency: new IdemTable(tiers?.idem ?? null),
     ledger: emptyLedger(),
   };
+}
+
+/** The tables whose finished entities leave the heap, in a fixed order. */
+export function entityTables(state: PartitionState): Array<EntityTable<unknown>> {
+  return [state.transactions, state.payments, state.quotes, state.exchanges, state.transfers, state.inboundCredits, state.serviceQuotes, state.orders] as Array<EntityTable<unknown>>;
 }
 
 export function walletOf(state: PartitionState, walletId: string): Wallet | undefined {

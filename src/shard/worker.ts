@@ -15,6 +15,7 @@ import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
 import { setPublicUrl } from './views.ts';
+import { Passivation } from './passivate.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -26,6 +27,10 @@ export interface ShardWorkerData {
   idempotencyRetentionMs: number;
   idempotencySweepMs: number;
   snapshotEveryRecords: number;
+  /** WAL records always kept after truncation, for audit and verify (0: keep only what snapshots need). */
+  walRetainRecords: number;
+  /** How often unused quotes past expiry leave the heap. */
+  quoteSweepMs: number;
   clockOffsets: Array<[owner: string, offsetMs: number]>;
 }
 
@@ -41,6 +46,7 @@ const post = (message: ShardToMain): void => port.postMessage(message);
 const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)));
 const partitions = partitionsOf(data.shard, data.shards);
 const recovered = recoverShard(store, { partitions });
+const passivation = new Passivation();
 const states: Map<number, PartitionState> = recovered.states;
 const clockOffsets = new Map<string, number>(data.clockOffsets);
 const queue: Queued[] = [];
@@ -77,25 +83,28 @@ function flush(): void {
   const replies: Array<{ n: number; reply: StoredReply }> = [];
   const effects: Effect[] = [];
   const outbox: OutboxEvent[] = [];
-  const expiredScopes: string[] = [];
+  const lsnBase = store.lsnNext;
   for (const item of batch) {
-    const executed = execute(contextFor(item.cmd), item.cmd);
-    if (executed.events.length > 0) records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
-    for (const event of executed.events) {
-      if (event.t === 'outbox.added') outbox.push(event.event);
-      else if (event.t === 'idem.expired') expiredScopes.push(...event.scopes);
+    const ctx = contextFor(item.cmd);
+    const executed = execute(ctx, item.cmd);
+    if (executed.events.length > 0) {
+      records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
+      passivation.note(ctx.state, lsnBase + records.length - 1);
     }
+    for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
     if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
     effects.push(...executed.effects);
   }
-  // The one durable step of the tick: if it throws (disk full, I/O error) the worker dies before any
-  // reply is sent, and the front end answers 5xx; a restart replays only what reached the disk.
-  store.appendBatch(records);
+  // The one durable step of the tick: WAL records, the cold rows of what they finished and their
+  // idempotency records, in one sqlite transaction. If it throws (disk full, I/O error) the worker
+  // dies before any reply is sent, and the front end answers 5xx; a restart replays what reached disk.
+  const freed = store.appendBatch(records, passivation.take());
+  passivation.settle();
   recordsSinceSnapshot += records.length;
   for (const record of records) dirty.add(record.partition);
   if (replies.length > 0) post({ type: 'replies', items: replies });
   if (outbox.length > 0) post({ type: 'outbox', events: outbox });
-  if (expiredScopes.length > 0) post({ type: 'idem.expired', scopes: expiredScopes });
+  if (freed.length > 0) post({ type: 'idem.expired', pairs: freed });
   for (const effect of effects) runEffect(effect);
   if (queue.length > 0) scheduleFlush();
   if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
@@ -135,6 +144,8 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
       const body = await compressImage(json);
       store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
     }
+    // Records every kept image covers (beyond the retained tail) are no longer needed to recover.
+    if (taken > 0) store.truncateWal(data.walRetainRecords);
   } finally {
     snapshotting = false;
   }
@@ -143,16 +154,14 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
 
 function indexMessage(): IndexMessage {
   const customers: IndexMessage['customers'] = [];
-  const idempotencyScopes: IndexMessage['idempotencyScopes'] = [];
   for (const state of states.values()) {
     for (const c of state.customers.values()) customers.push([c.owner, c.email, c.phone, c.id]);
-    for (const scope of state.idempotency.keys()) idempotencyScopes.push([scope, state.partition]);
   }
   return {
     type: 'ready',
     shard: data.shard,
     customers,
-    idempotencyScopes,
+    idempotencyScopes: store.idemHashes(partitions),
     recovered: { replayed: recovered.replayed, cut: recovered.cut, lastLsn: recovered.lastLsn },
   };
 }
@@ -202,3 +211,19 @@ function sweepIdempotency(): void {
   }
 }
 setInterval(sweepIdempotency, data.idempotencySweepMs).unref();
+
+/** Each owner's sandbox-clock now, for sweeps that must agree with what that owner's requests see. */
+function ownerNows(nowMs: number): Record<string, number> {
+  return Object.fromEntries([...clockOffsets].map(([owner, offset]) => [owner, nowMs + offset]));
+}
+
+function sweepQuotes(): void {
+  const nowMs = Date.now();
+  const cutoffMs = ownerNows(nowMs);
+  for (const partition of partitions) {
+    const state = states.get(partition)!;
+    if (state.quotes.size === 0 && state.serviceQuotes.size === 0) continue;
+    enqueue({ n: -1, cmd: { k: 'quotes.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:quotes', nowMs, partition } });
+  }
+}
+setInterval(sweepQuotes, data.quoteSweepMs).unref();

@@ -3,9 +3,18 @@
 // batch is a torn tail and is cut; anywhere else it is corruption and recovery stops with a message.
 // Invariant: the recovered state equals the state the shard had after its last durable batch.
 import { applyEvent, type WalEvent } from '../shard/events.ts';
-import { emptyPartition, type PartitionState } from '../shard/state.ts';
+import { emptyPartition, type PartitionState, type PartitionTiers } from '../shard/state.ts';
+import { Passivation } from '../shard/passivate.ts';
 import { snapshotChecksum, walChecksum, type ShardStore } from './shard-store.ts';
 import { decodePartition, decompressImage } from './snapshot.ts';
+
+/** Replayed records between two writes of what replay passivated (bounds the heap during recovery). */
+const REPLAY_PASSIVATE_EVERY_RECORDS = 5_000;
+
+/** The partition tiers backed by a shard file: cold entities and idempotency records read from it. */
+export function tiersOf(store: ShardStore): PartitionTiers {
+  return { cold: store, idem: { read: (scope) => store.readIdem(scope) } };
+}
 
 export class CorruptionError extends Error {}
 
@@ -21,27 +30,53 @@ export interface RecoverOptions {
   partitions: readonly number[];
   /** Replay the whole WAL, ignoring snapshots (verify uses it to prove snapshot + tail = full replay). */
   ignoreSnapshots?: boolean;
+  /** Start from each partition's OLDEST kept image instead of its newest (verify, after truncation). */
+  oldestSnapshots?: boolean;
   /** Do not cut a torn tail (read-only callers). */
   readonly?: boolean;
   onProgress?: (done: number) => void;
 }
 
-function loadSnapshot(store: ShardStore, partition: number): { state: PartitionState; lsn: number } | undefined {
-  for (const row of store.snapshotsOf(partition)) {
+function loadSnapshot(store: ShardStore, partition: number, tiers: PartitionTiers, oldest: boolean): { state: PartitionState; lsn: number } | undefined {
+  const rows = store.snapshotsOf(partition);
+  for (const row of oldest ? rows.reverse() : rows) {
     if (snapshotChecksum(row.partition, row.lsn, row.body) !== row.crc) continue; // fall back to an older image
-    return { state: decodePartition(decompressImage(row.body)), lsn: row.lsn };
+    return { state: decodePartition(decompressImage(row.body), tiers), lsn: row.lsn };
   }
   return undefined;
+}
+
+/**
+ * Writes what replay finished to the cold table (idempotent: the live shard wrote the same rows) and
+ * drops it from the heap. A read-only caller only drops it: the rows are already in the file.
+ */
+function flushPassivation(store: ShardStore, passivation: Passivation, readonly: boolean): void {
+  if (passivation.empty) return;
+  const taken = passivation.take();
+  if (!readonly) {
+    store.db.transaction(() => {
+      store.writeCold(taken.cold);
+      store.applyIdem(taken.idem);
+    })();
+  }
+  passivation.settle();
 }
 
 export function recoverShard(store: ShardStore, options: RecoverOptions): Recovered {
   const states = new Map<number, PartitionState>();
   const snapshotLsn = new Map<number, number>();
+  const tiers = tiersOf(store);
+  const readonly = options.readonly === true;
+  const passivation = new Passivation();
   for (const partition of options.partitions) {
-    const snap = options.ignoreSnapshots === true ? undefined : loadSnapshot(store, partition);
-    states.set(partition, snap?.state ?? emptyPartition(partition));
+    const snap = options.ignoreSnapshots === true ? undefined : loadSnapshot(store, partition, tiers, options.oldestSnapshots === true);
+    const state = snap?.state ?? emptyPartition(partition, tiers);
+    states.set(partition, state);
     snapshotLsn.set(partition, snap?.lsn ?? 0);
+    // Images from before passivation hold finished entities and idempotency records: move them out.
+    passivation.noteAllHot(state, snap?.lsn ?? 0);
   }
+  flushPassivation(store, passivation, readonly);
   const baseLsn = Number(store.getMeta('base_lsn') ?? '0');
   if (options.ignoreSnapshots === true && baseLsn > 0) {
     throw new CorruptionError('recovery: this shard was restored from a backup; full replay needs its snapshots');
@@ -68,10 +103,15 @@ export function recoverShard(store: ShardStore, options: RecoverOptions): Recove
     if (state === undefined) throw new CorruptionError(`recovery: WAL record ${row.lsn} names partition ${row.partition}, not of this shard`);
     if (row.lsn <= (snapshotLsn.get(row.partition) ?? 0)) continue;
     const events = JSON.parse(row.body) as WalEvent[];
+    store.asOfLsn = row.lsn;
     for (const event of events) applyEvent(state, event);
+    passivation.note(state, row.lsn);
     replayed += 1;
+    if (replayed % REPLAY_PASSIVATE_EVERY_RECORDS === 0) flushPassivation(store, passivation, readonly);
     if (options.onProgress !== undefined && replayed % 10_000 === 0) options.onProgress(replayed);
   }
+  store.asOfLsn = Number.POSITIVE_INFINITY;
+  flushPassivation(store, passivation, readonly);
   // A read-only caller stops at the torn tail; the server cuts it (after the read cursor is closed).
   if (tornAt !== null && options.readonly !== true) cut = store.cutFrom(tornAt);
   lastLsn = Math.max(lastLsn, ...snapshotLsn.values());

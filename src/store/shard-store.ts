@@ -1,8 +1,36 @@
-// One shard's SQLite file: the WAL (numbered, checksummed event records) and partition snapshots.
-// Runs inside the shard worker that owns the file (the CLI opens it only while no server holds it).
-// Invariant: a batch is appended in one sqlite transaction with synchronous=FULL: all of it or none.
+// One shard's SQLite file: the WAL (numbered, checksummed event records), partition snapshots, the
+// cold table of finished entities and the idempotency table. Runs inside the shard worker that owns
+// the file (the CLI opens it only while no server holds it).
+// Invariant: a batch (WAL records, cold rows, idempotency changes) is one sqlite transaction with
+// synchronous=FULL: all of it or none.
 import Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
+import { ENTITY_KINDS, ownerOfScope, type ColdReader, type EntityKind, type IdemOp } from '../shard/entity-table.ts';
+import type { IdempotencyRecord } from '../shard/state.ts';
+import { scopeHash } from '../shard/scope-hash.ts';
+
+/** A finished entity's row: one version per (kind, id, lsn); the LSN of the record that finished it. */
+export interface ColdRow {
+  kind: EntityKind;
+  id: string;
+  lsn: number;
+  partition: number;
+  body: string;
+}
+
+/** Idempotency changes of one record, tagged with its LSN (a torn tail takes them back too). */
+export interface IdemChange {
+  lsn: number;
+  partition: number;
+  op: IdemOp;
+}
+
+export interface BatchExtras {
+  cold: readonly ColdRow[];
+  idem: readonly IdemChange[];
+}
+
+const KIND_CODE = new Map<EntityKind, number>(ENTITY_KINDS.map((kind, i) => [kind, i]));
 
 export interface WalRow {
   lsn: number;
@@ -38,13 +66,30 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   return db;
 }
 
-export class ShardStore {
+interface IdemRow {
+  scope: string;
+  fingerprint: string;
+  status: number;
+  json: string | null;
+  error: string | null;
+  at_ms: number;
+}
+
+export class ShardStore implements ColdReader {
   readonly db: Database.Database;
   private nextLsn: number;
   private nextBatch: number;
   private readonly insertWal: Database.Statement;
   private readonly insertSnapshot: Database.Statement;
-  private readonly appendTx: (records: ReadonlyArray<{ partition: number; body: string }>) => number;
+  private readonly appendTx: (records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras) => { next: number; forgotten: Array<[number, number]> };
+  private readonly statements = new Map<string, Database.Statement>();
+  /**
+   * While recovery replays record L, a cold read must see the entity as it was before L (a later
+   * version may already be on disk); Infinity when live.
+   */
+  asOfLsn = Number.POSITIVE_INFINITY;
+  /** False only for a read-only open of a file written before the cold and idempotency tables existed. */
+  readonly tiered: boolean;
 
   constructor(file: string, options: { readonly?: boolean } = {}) {
     this.db = openDatabase(file, options);
@@ -57,28 +102,157 @@ export class ShardStore {
         CREATE TABLE IF NOT EXISTS snapshots (
           partition INTEGER NOT NULL, lsn INTEGER NOT NULL, taken_at_ms INTEGER NOT NULL,
           body BLOB NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (partition, lsn));
+        CREATE TABLE IF NOT EXISTS cold (
+          kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
+          body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS cold_lsn ON cold (lsn);
+        CREATE TABLE IF NOT EXISTS idem (
+          scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
+          fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT,
+          at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idem_age ON idem (partition, owner, at_ms);
+        CREATE INDEX IF NOT EXISTS idem_lsn ON idem (lsn);
+        CREATE INDEX IF NOT EXISTS idem_h ON idem (h);
       `);
     }
     const last = this.db.prepare('SELECT max(lsn) AS lsn, max(batch) AS batch FROM wal').get() as {
       lsn: number | null;
       batch: number | null;
     };
-    const base = Number(this.getMeta('base_lsn') ?? '0');
-    this.nextLsn = Math.max(last.lsn ?? 0, base) + 1;
-    this.nextBatch = (last.batch ?? 0) + 1;
+    this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
+    const floor = this.walFloor();
+    this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
+    this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
     this.insertWal = this.db.prepare('INSERT INTO wal (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
     this.insertSnapshot = this.db.prepare(
       'INSERT OR REPLACE INTO snapshots (partition, lsn, taken_at_ms, body, crc) VALUES (?, ?, ?, ?, ?)',
     );
-    this.appendTx = this.db.transaction((records: ReadonlyArray<{ partition: number; body: string }>) => {
+    this.appendTx = this.db.transaction((records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras) => {
       const batch = this.nextBatch;
       let lsn = this.nextLsn;
       for (const record of records) {
         this.insertWal.run(lsn, record.partition, batch, record.body, walChecksum(lsn, record.partition, record.body));
         lsn += 1;
       }
-      return lsn;
+      this.writeCold(extras.cold);
+      return { next: lsn, forgotten: this.applyIdem(extras.idem) };
     });
+  }
+
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** The highest LSN and batch ever truncated away, so numbering never goes back. */
+  private walFloor(): { lsn: number; batch: number } {
+    const [lsn, batch] = (this.getMeta('wal_floor') ?? '0:0').split(':').map(Number);
+    return { lsn: lsn ?? 0, batch: batch ?? 0 };
+  }
+
+  /** Cold rows, idempotent: replay writes the same (kind, id, lsn) with the same body. */
+  writeCold(rows: readonly ColdRow[]): void {
+    if (rows.length === 0) return;
+    const insert = this.stmt('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
+    for (const row of rows) insert.run(KIND_CODE.get(row.kind)!, row.id, row.lsn, row.partition, row.body, crc32(row.body));
+  }
+
+  read(kind: EntityKind, id: string): string | undefined {
+    if (!this.tiered) return undefined;
+    const row = (
+      this.asOfLsn === Number.POSITIVE_INFINITY
+        ? this.stmt('SELECT body FROM cold WHERE kind = ? AND id = ? ORDER BY lsn DESC LIMIT 1').get(KIND_CODE.get(kind)!, id)
+        : this.stmt('SELECT body FROM cold WHERE kind = ? AND id = ? AND lsn < ? ORDER BY lsn DESC LIMIT 1').get(KIND_CODE.get(kind)!, id, this.asOfLsn)
+    ) as { body: string } | undefined;
+    return row?.body;
+  }
+
+  /**
+   * Applies idempotency changes in order; returns the (hash, partition) pairs that no longer name any
+   * record, so the front end's index can forget them (a colliding hash still in use is kept).
+   */
+  applyIdem(changes: readonly IdemChange[]): Array<[number, number]> {
+    const removed: Array<[number, number]> = [];
+    const forgotten: number[] = [];
+    for (const { lsn, partition, op } of changes) {
+      if (op.op === 'put') {
+        const r = op.record;
+        this.stmt(
+          'INSERT OR REPLACE INTO idem (scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        ).run(r.scope, partition, ownerOfScope(r.scope), scopeHash(r.scope), r.fingerprint, r.status, r.json ?? null, r.error === undefined ? null : JSON.stringify(r.error), r.atMs, lsn);
+      } else if (op.op === 'forget') {
+        for (const scope of op.scopes) {
+          const row = this.stmt('DELETE FROM idem WHERE scope = ? RETURNING h').get(scope) as { h: number } | undefined;
+          if (row !== undefined) forgotten.push(row.h);
+        }
+      } else {
+        const owners = Object.keys(op.cutoffMs);
+        for (const owner of owners) {
+          const rows = this.stmt('DELETE FROM idem WHERE partition = ? AND owner = ? AND at_ms < ? RETURNING h').all(partition, owner, op.cutoffMs[owner]!) as Array<{ h: number }>;
+          for (const row of rows) forgotten.push(row.h);
+        }
+        const others = this.db
+          .prepare(`DELETE FROM idem WHERE partition = ? AND at_ms < ? AND owner NOT IN (${owners.map(() => '?').join(',')}) RETURNING h`)
+          .all(partition, op.defaultCutoffMs, ...owners) as Array<{ h: number }>;
+        for (const row of others) forgotten.push(row.h);
+      }
+      for (const h of forgotten.splice(0)) {
+        if (this.stmt('SELECT 1 FROM idem WHERE h = ? AND partition = ?').get(h, partition) === undefined) removed.push([h, partition]);
+      }
+    }
+    return removed;
+  }
+
+  readIdem(scope: string): IdempotencyRecord | undefined {
+    if (!this.tiered) return undefined;
+    const row = this.stmt('SELECT scope, fingerprint, status, json, error, at_ms FROM idem WHERE scope = ?').get(scope) as IdemRow | undefined;
+    if (row === undefined) return undefined;
+    const record: IdempotencyRecord = { scope: row.scope, fingerprint: row.fingerprint, status: row.status, atMs: row.at_ms };
+    if (row.json !== null) record.json = row.json;
+    if (row.error !== null) record.error = JSON.parse(row.error) as { code: string; message: string };
+    return record;
+  }
+
+  /** Every stored idempotency key of these partitions, as (hash, partition), for the front end's index. */
+  idemHashes(partitions: readonly number[]): Array<[number, number]> {
+    const out: Array<[number, number]> = [];
+    if (!this.tiered) return out;
+    const rows = this.stmt('SELECT h, partition FROM idem').raw().iterate() as IterableIterator<[number, number]>;
+    const mine = new Set(partitions);
+    for (const row of rows) if (mine.has(row[1])) out.push(row);
+    return out;
+  }
+
+  /**
+   * Deletes the WAL records that no kept snapshot needs: per partition, those at or below the OLDER of
+   * its two kept images (so a damaged newest image can still fall back), and never the newest
+   * `retainRecords`. One sqlite transaction: a kill -9 leaves all of it or none.
+   */
+  truncateWal(retainRecords: number): number {
+    const rows = this.db.prepare('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>;
+    const ceiling = this.nextLsn - 1 - retainRecords;
+    if (ceiling <= 0) return 0;
+    let deleted = 0;
+    const tx = this.db.transaction(() => {
+      let floorLsn = this.walFloor().lsn;
+      let floorBatch = this.walFloor().batch;
+      for (const row of rows) {
+        if (row.n < 2) continue;
+        const bound = Math.min(row.lsn, ceiling);
+        const top = this.db.prepare('SELECT max(lsn) AS lsn, max(batch) AS batch FROM wal WHERE partition = ? AND lsn <= ?').get(row.partition, bound) as { lsn: number | null; batch: number | null };
+        if (top.lsn === null) continue;
+        deleted += this.db.prepare('DELETE FROM wal WHERE partition = ? AND lsn <= ?').run(row.partition, bound).changes;
+        floorLsn = Math.max(floorLsn, top.lsn);
+        floorBatch = Math.max(floorBatch, top.batch ?? 0);
+      }
+      this.setMeta('wal_floor', `${floorLsn}:${floorBatch}`);
+    });
+    tx();
+    return deleted;
   }
 
   getMeta(key: string): string | undefined {
@@ -95,20 +269,30 @@ export class ShardStore {
     return this.nextLsn;
   }
 
-  /** Appends one batch durably; returns the LSN of its last record. */
-  appendBatch(records: ReadonlyArray<{ partition: number; body: string }>): number {
-    if (records.length === 0) return this.nextLsn - 1;
-    const next = this.appendTx(records);
+  /**
+   * Appends one batch durably with its cold rows and idempotency changes; returns the (hash,
+   * partition) pairs that idempotency expiry freed.
+   */
+  appendBatch(records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras = { cold: [], idem: [] }): Array<[number, number]> {
+    if (records.length === 0 && extras.cold.length === 0 && extras.idem.length === 0) return [];
+    const { next, forgotten } = this.appendTx(records, extras);
     this.nextLsn = next;
-    this.nextBatch += 1;
-    return next - 1;
+    if (records.length > 0) this.nextBatch += 1;
+    return forgotten;
   }
 
-  *walAfter(lsn: number): IterableIterator<WalRow> {
-    const rows = this.db
-      .prepare('SELECT lsn, partition, batch, body, crc FROM wal WHERE lsn > ? ORDER BY lsn')
-      .iterate(lsn) as IterableIterator<WalRow>;
-    yield* rows;
+  /**
+   * WAL records after `lsn`, in order, read a page at a time: no cursor stays open between pages, so
+   * the caller may write to the file while it walks (recovery writes what replay passivates).
+   */
+  *walAfter(lsn: number, pageRecords = 2_000): IterableIterator<WalRow> {
+    const page = this.stmt('SELECT lsn, partition, batch, body, crc FROM wal WHERE lsn > ? ORDER BY lsn LIMIT ?');
+    for (let after = lsn; ; ) {
+      const rows = page.all(after, pageRecords) as WalRow[];
+      yield* rows;
+      if (rows.length < pageRecords) return;
+      after = rows[rows.length - 1]!.lsn;
+    }
   }
 
   walCount(): number {
@@ -119,12 +303,30 @@ export class ShardStore {
     return this.nextBatch - 1;
   }
 
-  /** Removes the records of a torn final batch (from `lsn` on). */
+  /** Removes the records of a torn final batch (from `lsn` on), with the cold and idempotency rows they wrote. */
   cutFrom(lsn: number): number {
     const info = this.db.prepare('DELETE FROM wal WHERE lsn >= ?').run(lsn);
+    this.db.prepare('DELETE FROM cold WHERE lsn >= ?').run(lsn);
+    this.db.prepare('DELETE FROM idem WHERE lsn >= ?').run(lsn);
     const last = this.db.prepare('SELECT max(lsn) AS lsn FROM wal').get() as { lsn: number | null };
-    this.nextLsn = Math.max(last.lsn ?? 0, Number(this.getMeta('base_lsn') ?? '0')) + 1;
+    this.nextLsn = Math.max(last.lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return info.changes;
+  }
+
+  /** The oldest LSN still in the WAL, or null when it is empty. */
+  walFirstLsn(): number | null {
+    return (this.db.prepare('SELECT min(lsn) AS lsn FROM wal').get() as { lsn: number | null }).lsn;
+  }
+
+  /** Ids of every passivated entity of a kind (verify's whole-history checks). */
+  *coldIds(kind: EntityKind): IterableIterator<string> {
+    if (!this.tiered) return;
+    const rows = this.db.prepare('SELECT DISTINCT id FROM cold WHERE kind = ?').pluck().iterate(KIND_CODE.get(kind)!) as IterableIterator<string>;
+    yield* rows;
+  }
+
+  coldCount(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n;
   }
 
   writeSnapshot(row: SnapshotRow): void {

@@ -5,13 +5,17 @@
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import type { Beneficiary, InboundCredit, OutboxEvent, ServiceOrder, ServiceQuote, Customer, Exchange, Transfer, ExchangeQuote, IdempotencyRecord, PartitionState, Payment, Transaction } from '../shard/state.ts';
+import { emptyPartition, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from '../shard/state.ts';
 import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 
 const gzipAsync = promisify(gzip);
 
+/**
+ * v2 holds the heap only: finished entities are in the cold table and idempotency records in their
+ * own table, so an image grows with the working set, not with history. v1 (everything) still decodes.
+ */
 interface PartitionImage {
-  v: 1;
+  v: 1 | 2;
   partition: number;
   customers: Customer[];
   accounts: LedgerAccount[];
@@ -26,12 +30,13 @@ interface PartitionImage {
   outbox?: OutboxEvent[];
   serviceQuotes?: ServiceQuote[];
   orders?: ServiceOrder[];
-  idempotency: IdempotencyRecord[];
+  /** v1 only; v2 images leave idempotency records to their table. */
+  idempotency?: IdempotencyRecord[];
 }
 
 export function encodePartition(state: PartitionState): string {
   const image: PartitionImage = {
-    v: 1,
+    v: 2,
     partition: state.partition,
     customers: [...state.customers.values()],
     accounts: [...state.ledger.accounts.values()],
@@ -46,34 +51,34 @@ export function encodePartition(state: PartitionState): string {
     outbox: [...state.outbox.values()],
     serviceQuotes: [...state.serviceQuotes.values()],
     orders: [...state.orders.values()],
-    idempotency: [...state.idempotency.values()],
   };
   return JSON.stringify(image);
 }
 
-export function decodePartition(json: string): PartitionState {
+function fill<T>(table: { set(id: string, entity: T): void }, items: readonly T[] | undefined, key: (item: T) => string): void {
+  for (const item of items ?? []) table.set(key(item), item);
+}
+
+export function decodePartition(json: string, tiers: PartitionTiers | null = null): PartitionState {
   const image = JSON.parse(json) as PartitionImage;
-  if (image.v !== 1) throw new Error(`snapshot: unknown image version ${String(image.v)}`);
-  return {
-    partition: image.partition,
-    customers: new Map(image.customers.map((c) => [c.id, c])),
-    // Images written before transfers existed carry no transferId.
-    transactions: new Map(image.transactions.map((t) => [t.id, { ...t, transferId: t.transferId ?? null }])),
-    payments: new Map(image.payments.map((p) => [p.id, p])),
-    quotes: new Map((image.quotes ?? []).map((q) => [q.id, q])),
-    exchanges: new Map((image.exchanges ?? []).map((e) => [e.id, e])),
-    beneficiaries: new Map((image.beneficiaries ?? []).map((b) => [b.id, b])),
-    transfers: new Map((image.transfers ?? []).map((t) => [t.id, t])),
-    inboundCredits: new Map((image.inboundCredits ?? []).map((c) => [c.transferId, c])),
-    outbox: new Map((image.outbox ?? []).map((e) => [e.id, e])),
-    serviceQuotes: new Map((image.serviceQuotes ?? []).map((q) => [q.id, q])),
-    orders: new Map((image.orders ?? []).map((o) => [o.id, o])),
-    idempotency: new Map(image.idempotency.map((r) => [r.scope, r])),
-    ledger: {
-      accounts: new Map(image.accounts.map((a) => [a.id, a])),
-      holds: new Map(image.holds.map((h) => [h.id, h])),
-    },
-  };
+  if (image.v !== 1 && image.v !== 2) throw new Error(`snapshot: unknown image version ${String(image.v)}`);
+  const state = emptyPartition(image.partition, tiers);
+  for (const c of image.customers) state.customers.set(c.id, c);
+  // Images written before transfers existed carry no transferId.
+  fill(state.transactions, image.transactions.map((t) => ({ ...t, transferId: t.transferId ?? null })), (t) => t.id);
+  fill(state.payments, image.payments, (p) => p.id);
+  fill(state.quotes, image.quotes, (q) => q.id);
+  fill(state.exchanges, image.exchanges, (e) => e.id);
+  for (const b of image.beneficiaries ?? []) state.beneficiaries.set(b.id, b);
+  fill(state.transfers, image.transfers, (t) => t.id);
+  fill(state.inboundCredits, image.inboundCredits, (c) => c.transferId);
+  for (const e of image.outbox ?? []) state.outbox.set(e.id, e);
+  fill(state.serviceQuotes, image.serviceQuotes, (q) => q.id);
+  fill(state.orders, image.orders, (o) => o.id);
+  for (const r of image.idempotency ?? []) state.idempotency.set(r);
+  for (const a of image.accounts) state.ledger.accounts.set(a.id, a);
+  for (const h of image.holds) state.ledger.holds.set(h.id, h);
+  return state;
 }
 
 export function snapshotRow(options: { partition: number; lsn: number; takenAtMs: number; body: Buffer }): SnapshotRow {

@@ -15,7 +15,7 @@ import { moveTransfer, retryTransferEvents } from './transfers.ts';
 import { cancelOrderEvents, orderPaymentFailedEvents } from './orders.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import type { Failure, FailureStage, Payment, ServiceOrder, Transaction } from '../state.ts';
+import type { Failure, FailureStage, PartitionState, Payment, ServiceOrder, Transaction } from '../state.ts';
 import { transactionView } from '../views.ts';
 import {
   accessRejection,
@@ -130,7 +130,7 @@ function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transact
   return txn;
 }
 
-const replyTxn = (id: string, status = 200) => (state: { transactions: Map<string, Transaction> }) =>
+const replyTxn = (id: string, status = 200) => (state: Pick<PartitionState, 'transactions'>) =>
   okReply(status, transactionView(state.transactions.get(id)!));
 
 export function createTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.create' }): Outcome {

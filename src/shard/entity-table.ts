@@ -1,0 +1,156 @@
+// Hot/cold tables of a partition's entities: the heap keeps what commands still need, a finished
+// entity lives in the shard file's `cold` table and is read back by id. Runs inside shard workers
+// (and the CLI's recovery). Without a cold store (unit tests, benches) every entity simply stays hot.
+// Invariant: only applyEvent changes an entity, through mutable()/set(), which mark it touched.
+import type { IdempotencyRecord } from './state.ts';
+
+export const ENTITY_KINDS = ['txn', 'payment', 'transfer', 'order', 'exchange', 'credit', 'fx_quote', 'service_quote'] as const;
+export type EntityKind = (typeof ENTITY_KINDS)[number];
+
+/** Where passivated entities are read from. Recovery reads "as of" the record it replays. */
+export interface ColdReader {
+  read(kind: EntityKind, id: string): string | undefined;
+}
+
+export class EntityTable<T> {
+  private readonly hot = new Map<string, T>();
+  /** Ids changed by applyEvent since the shard last looked: the candidates to leave the heap. */
+  readonly touched = new Set<string>();
+
+  constructor(
+    readonly kind: EntityKind,
+    private readonly cold: ColdReader | null,
+    /** True once nothing but a rare late event (a retry, a refund) can change the entity again. */
+    readonly isFinished: (entity: T) => boolean,
+  ) {}
+
+  /** The entity, hot or passivated. A passivated one is a fresh parsed copy: read it, never change it. */
+  get(id: string): T | undefined {
+    const hot = this.hot.get(id);
+    if (hot !== undefined || this.cold === null) return hot;
+    const body = this.cold.read(this.kind, id);
+    return body === undefined ? undefined : (JSON.parse(body) as T);
+  }
+
+  has(id: string): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  /** Only the heap: used by creation guards, which must not cost a disk read per new id. */
+  hasHot(id: string): boolean {
+    return this.hot.has(id);
+  }
+
+  /** For applyEvent: the entity to change, brought back into the heap if it had been passivated. */
+  mutable(id: string): T | undefined {
+    let entity = this.hot.get(id);
+    if (entity === undefined) {
+      entity = this.get(id);
+      if (entity !== undefined) this.hot.set(id, entity);
+    }
+    if (entity !== undefined) this.touched.add(id);
+    return entity;
+  }
+
+  set(id: string, entity: T): void {
+    this.hot.set(id, entity);
+    this.touched.add(id);
+  }
+
+  /** Drops an entity from the heap (after its cold row is written, or when it is no longer wanted). */
+  evict(id: string): void {
+    this.hot.delete(id);
+  }
+
+  /** Hot entities only: in-flight work, unexpired quotes, and everything when there is no cold store. */
+  values(): IterableIterator<T> {
+    return this.hot.values();
+  }
+
+  keys(): IterableIterator<string> {
+    return this.hot.keys();
+  }
+
+  get size(): number {
+    return this.hot.size;
+  }
+
+  /** The entity if it is hot and finished: what passivation writes out. */
+  finishedHot(id: string): T | undefined {
+    const entity = this.hot.get(id);
+    return entity !== undefined && this.isFinished(entity) ? entity : undefined;
+  }
+
+  get passivates(): boolean {
+    return this.cold !== null;
+  }
+}
+
+/** A change to the idempotency table, applied by the shard inside the group commit that made it. */
+export type IdemOp =
+  | { op: 'put'; record: IdempotencyRecord }
+  | { op: 'expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
+  | { op: 'forget'; scopes: string[] };
+
+export interface IdemReader {
+  read(scope: string): IdempotencyRecord | undefined;
+}
+
+/** The owner (`env:account`) of an idempotency scope `env:account:key`. */
+export function ownerOfScope(scope: string): string {
+  return scope.slice(0, scope.indexOf(':', scope.indexOf(':') + 1));
+}
+
+/**
+ * Idempotency records: the heap holds only those stored since the last group commit (so a second
+ * command with the same key in one batch sees the first); the shard file holds the rest.
+ */
+export class IdemTable {
+  private readonly recent = new Map<string, IdempotencyRecord>();
+  private ops: IdemOp[] = [];
+
+  constructor(private readonly store: IdemReader | null) {}
+
+  get(scope: string): IdempotencyRecord | undefined {
+    return this.recent.get(scope) ?? this.store?.read(scope);
+  }
+
+  set(record: IdempotencyRecord): void {
+    this.recent.set(record.scope, record);
+    if (this.store !== null) this.ops.push({ op: 'put', record });
+  }
+
+  expire(cutoffMs: Record<string, number>, defaultCutoffMs: number): void {
+    for (const [scope, record] of this.recent) {
+      if (record.atMs < (cutoffMs[ownerOfScope(scope)] ?? defaultCutoffMs)) this.recent.delete(scope);
+    }
+    if (this.store !== null) this.ops.push({ op: 'expire', cutoffMs, defaultCutoffMs });
+  }
+
+  forget(scopes: readonly string[]): void {
+    for (const scope of scopes) this.recent.delete(scope);
+    if (this.store !== null) this.ops.push({ op: 'forget', scopes: [...scopes] });
+  }
+
+  /** The changes since the last call, in order, for the shard to write in its group commit. */
+  drain(): IdemOp[] {
+    if (this.ops.length === 0) return [];
+    const ops = this.ops;
+    this.ops = [];
+    return ops;
+  }
+
+  /** After the group commit: the store holds every drained record, so the heap lets them go. */
+  settle(): void {
+    if (this.store !== null) this.recent.clear();
+  }
+
+  /** Records in the heap (all of them when there is no store). */
+  values(): IterableIterator<IdempotencyRecord> {
+    return this.recent.values();
+  }
+
+  get size(): number {
+    return this.recent.size;
+  }
+}

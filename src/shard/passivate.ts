@@ -1,0 +1,71 @@
+// Passivation: after a group commit's commands are applied, every entity they left finished is written
+// to the cold table (in the same sqlite transaction as their WAL records) and leaves the heap. Runs in
+// shard workers and in recovery. Each row carries the LSN of the last record that touched the entity,
+// so replay from an older snapshot reads the version that record saw (see ShardStore.asOfLsn).
+// Invariant: an entity leaves the heap only with a cold row of exactly its final state.
+import type { ColdRow, IdemChange } from '../store/shard-store.ts';
+import type { EntityTable } from './entity-table.ts';
+import { entityTables, type PartitionState } from './state.ts';
+
+interface Noted {
+  partition: number;
+  ids: Map<string, number>;
+}
+
+export class Passivation {
+  private readonly noted = new Map<EntityTable<unknown>, Noted>();
+  private readonly idem: IdemChange[] = [];
+  private readonly states = new Set<PartitionState>();
+
+  /** Records what the command whose WAL record gets `lsn` touched. Call once per command with events. */
+  note(state: PartitionState, lsn: number): void {
+    for (const table of entityTables(state)) {
+      if (table.touched.size === 0) continue;
+      if (table.passivates) {
+        let noted = this.noted.get(table);
+        if (noted === undefined) {
+          noted = { partition: state.partition, ids: new Map() };
+          this.noted.set(table, noted);
+        }
+        for (const id of table.touched) noted.ids.set(id, lsn);
+      }
+      table.touched.clear();
+    }
+    for (const op of state.idempotency.drain()) this.idem.push({ lsn, partition: state.partition, op });
+    this.states.add(state);
+  }
+
+  /** Marks every hot finished entity of a freshly loaded image for passivation at the image's LSN. */
+  noteAllHot(state: PartitionState, lsn: number): void {
+    for (const table of entityTables(state)) for (const id of table.keys()) table.touched.add(id);
+    this.note(state, lsn);
+  }
+
+  get empty(): boolean {
+    return this.noted.size === 0 && this.idem.length === 0;
+  }
+
+  /**
+   * The cold rows and idempotency changes to write with the batch. Finished entities leave the heap
+   * now (the write follows at once; if it fails the shard stops and recovery rebuilds the heap).
+   */
+  take(): { cold: ColdRow[]; idem: IdemChange[] } {
+    const cold: ColdRow[] = [];
+    for (const [table, noted] of this.noted) {
+      for (const [id, lsn] of noted.ids) {
+        const entity = table.finishedHot(id);
+        if (entity === undefined) continue;
+        cold.push({ kind: table.kind, id, lsn, partition: noted.partition, body: JSON.stringify(entity) });
+        table.evict(id);
+      }
+    }
+    this.noted.clear();
+    return { cold, idem: this.idem.splice(0) };
+  }
+
+  /** After the commit: the idempotency records are in the shard file; the heap lets them go. */
+  settle(): void {
+    for (const state of this.states) state.idempotency.settle();
+    this.states.clear();
+  }
+}
