@@ -1,0 +1,93 @@
+// The cold and idempotency tables of a real shard file: passivation in the group commit, rehydration
+// of a finished entity that changes again, and replay from an older snapshot that must read the
+// version each WAL record saw (not the newest one on disk).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { ShardStore } from '../../src/store/shard-store.ts';
+import { recoverShard, tiersOf } from '../../src/store/recovery.ts';
+import { compressImageSync, encodePartition, snapshotRow } from '../../src/store/snapshot.ts';
+import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
+import { Passivation } from '../../src/shard/passivate.ts';
+import { emptyPartition, type PartitionState, type Transaction } from '../../src/shard/state.ts';
+import { tempDataDir } from '../helpers/server.ts';
+
+const PARTITION = 3;
+
+/** Applies one command's events and commits them the way the shard worker does. */
+function committer(store: ShardStore, state: PartitionState) {
+  const passivation = new Passivation();
+  return (events: WalEvent[]): number => {
+    const lsn = store.lsnNext;
+    for (const event of events) applyEvent(state, event);
+    passivation.note(state, lsn);
+    store.appendBatch([{ partition: PARTITION, body: JSON.stringify(events) }], passivation.take());
+    passivation.settle();
+    return lsn;
+  };
+}
+
+function txn(id: string): Transaction {
+  return {
+    id, owner: 'test:acme', customerId: 'c1', type: 'funding', status: 'pending', amountMinor: 500, feeMinor: 0, currency: 'NGN',
+    reference: null, failure: null, holdId: null, holdStatus: 'none', attempt: 1, paymentId: null, transferId: null,
+    history: [{ status: 'pending', atMs: 1, attempt: 1, failureCode: null }], createdAtMs: 1, updatedAtMs: 1,
+  };
+}
+
+const failed = (id: string, atMs: number): WalEvent => ({ t: 'txn.moved', id, status: 'failed', atMs, failure: { code: 'PROVIDER_ERROR', stage: 'processing', message: 'rail said no' } });
+
+describe('tiers: cold entities and idempotency records in the shard file', () => {
+  it('finished transaction → leaves the heap, read back from the cold table with the same body', () => {
+    const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = committer(store, state);
+    commit([{ t: 'txn.created', txn: txn('T1') }]);
+    assert.equal(state.transactions.size, 1, 'pending: hot');
+    commit([failed('T1', 2)]);
+    assert.equal(state.transactions.size, 0, 'failed: no longer in the heap');
+    assert.equal(state.transactions.get('T1')?.status, 'failed');
+    assert.equal(state.transactions.get('T1')?.history.length, 2);
+    store.close();
+  });
+
+  it('retried after passivation, failed again, replayed from the older snapshot → exact history, not the newest version twice', () => {
+    const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
+    const live = emptyPartition(PARTITION, tiersOf(store));
+    const commit = committer(store, live);
+    commit([{ t: 'txn.created', txn: txn('T2') }]);
+    const failedAt = commit([failed('T2', 2)]);
+    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: failedAt, takenAtMs: 2, body: compressImageSync(encodePartition(live)) }));
+    commit([{ t: 'txn.moved', id: 'T2', status: 'pending', atMs: 3, failure: null, attempt: 2 }]);
+    assert.equal(live.transactions.size, 1, 'the retry brought it back into the heap');
+    commit([failed('T2', 4)]);
+    assert.equal(live.transactions.size, 0);
+    const expected = live.transactions.get('T2')!;
+    assert.equal(expected.history.length, 4);
+    assert.equal(expected.attempt, 2);
+
+    const recovered = recoverShard(store, { partitions: [PARTITION] }).states.get(PARTITION)!;
+    assert.deepEqual(recovered.transactions.get('T2'), expected);
+    assert.equal(recovered.transactions.size, 0, 'recovery leaves finished entities cold too');
+    const full = recoverShard(store, { partitions: [PARTITION], ignoreSnapshots: true, readonly: true }).states.get(PARTITION)!;
+    assert.deepEqual(full.transactions.get('T2'), expected);
+    store.close();
+  });
+
+  it('idempotency record → in the heap only until its group commit; replays from the file; expiry forgets by owner clock', () => {
+    const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = committer(store, state);
+    const record = { scope: 'test:acme:key-1', fingerprint: 'f1', status: 201, json: '{"data":{"id":"X"}}', atMs: 1_000 };
+    const other = { scope: 'test:zeta:key-1', fingerprint: 'f2', status: 201, json: '{"data":{"id":"Y"}}', atMs: 1_000 };
+    commit([{ t: 'idem.stored', record }, { t: 'idem.stored', record: other }]);
+    assert.equal(state.idempotency.size, 0, 'nothing left in the heap after the commit');
+    assert.deepEqual(state.idempotency.get(record.scope), record);
+    // acme's sandbox clock is far ahead: its record is past retention; zeta's default cutoff is not.
+    const freed = store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }] });
+    assert.equal(freed.length, 1);
+    assert.equal(state.idempotency.get(record.scope), undefined);
+    assert.deepEqual(state.idempotency.get(other.scope), other);
+    store.close();
+  });
+});
