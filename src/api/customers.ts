@@ -12,6 +12,8 @@ import type { Reply, RouteDef } from '../http/types.ts';
 import { Customer, CustomerCreate, CustomerPatch, Wallet } from '../schemas/customer.schema.ts';
 import type { CustomerPatchBody } from '../shard/protocol.ts';
 import { byIdHandler, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { profileCache } from './profile-cache.ts';
+
 
 const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -153,7 +155,16 @@ export function customerRoutes(deps: ApiDeps): RouteDef[] {
       body: CustomerPatch,
       response: Customer,
       errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'DUPLICATE'],
-      handle: (ctx) => patchCustomer(deps, ctx),
+      handle: async (ctx) => {
+        // The catalogue's cached profile (KYC level) must not outlive this change: drop it before the
+        // command is sent and again once it is answered (a read racing the change is not cached).
+        profileCache.invalidate(ctx.params.id ?? '');
+        try {
+          return await patchCustomer(deps, ctx);
+        } finally {
+          profileCache.invalidate(ctx.params.id ?? '');
+        }
+      },
     },
     {
       method: 'GET',

@@ -48,6 +48,8 @@ import {
   VariantList,
 } from '../schemas/services.schema.ts';
 import { actingCustomer, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
+import { profileCache } from './profile-cache.ts';
+
 
 export { railDown, setRailDown } from '../rails/sandbox-services.ts';
 
@@ -85,12 +87,18 @@ async function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | und
   if (isRejection(id)) return { ok: false, reply: errorOf(id) };
   const partition = partitionOf(id, 'customer');
   if (isRejection(partition)) return { ok: false, reply: errorOf(partition) };
+  // Served from the front end's cache when it knows this customer for this owner; otherwise the shard
+  // answers (and decides 403/404 for another owner's or an unknown id).
+  const cached = profileCache.get(id);
+  if (cached !== undefined && cached.owner === ctx.owner) return { ok: true, value: { id, homeCountry: cached.homeCountry, kycLevel: cached.kycLevel } };
+  const epoch = profileCache.epoch;
   const reply = await command(deps, ctx, partition, { k: 'customer.get', id });
   if (reply.status !== 200 || reply.json === undefined) return { ok: false, reply };
   const data = (JSON.parse(reply.json) as { data?: { country_code?: unknown; kyc_level?: unknown } }).data;
   if (typeof data?.country_code !== 'string' || typeof data.kyc_level !== 'number') {
     throw new Error('customer.get must answer country_code (string) and kyc_level (number)');
   }
+  profileCache.store(id, { owner: ctx.owner, homeCountry: data.country_code, kycLevel: data.kyc_level }, epoch);
   return { ok: true, value: { id, homeCountry: data.country_code, kycLevel: data.kyc_level } };
 }
 
@@ -120,6 +128,22 @@ function queryOf(ctx: RequestContext, name: string): string | undefined {
   return ctx.query.get(name) ?? undefined;
 }
 
+/** Catalogue bodies by (service country, home country, KYC level): all that resolution depends on. */
+const catalogueBodies = new Map<string, string>();
+/** Countries × home countries × KYC levels stay far below this; the cap only bounds a surprise. */
+const CATALOGUE_BODIES_MAX = 4_096;
+
+function catalogueJson(country: string, profile: Profile): string {
+  const key = `${country}|${profile.homeCountry}|${profile.kycLevel}`;
+  let json = catalogueBodies.get(key);
+  if (json === undefined) {
+    json = JSON.stringify({ data: { country_code: country, items: catalogueFor(country, profile) } });
+    if (catalogueBodies.size >= CATALOGUE_BODIES_MAX) catalogueBodies.clear();
+    catalogueBodies.set(key, json);
+  }
+  return json;
+}
+
 async function listCatalogue(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const country = (queryOf(ctx, 'country') ?? '').toUpperCase();
   if (findCountry(country)?.services_enabled !== true || !isServiceMarket(country)) {
@@ -131,7 +155,7 @@ async function listCatalogue(deps: ApiDeps, ctx: RequestContext): Promise<Reply>
     return errorOf(reject('SERVICE_COUNTRY_NOT_ELIGIBLE', `Customers from ${profile.value.homeCountry} cannot buy services in ${country}.`));
   }
   if (inMaintenance(country, ctx.nowMs)) return refuse(reject('MAINTENANCE', `The ${country} catalogue is under maintenance.`), ctx, country).reply;
-  return ok({ country_code: country, items: catalogueFor(country, profile.value) }, { 'Cache-Control': CATALOGUE_CACHE_CONTROL });
+  return { status: 200, json: catalogueJson(country, profile.value), headers: { 'Cache-Control': CATALOGUE_CACHE_CONTROL } };
 }
 
 async function availability(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
