@@ -7,7 +7,7 @@ import v8 from 'node:v8';
 import { PARTITIONS } from '../src/config.ts';
 import { mintId } from '../src/ids.ts';
 import { emptyPartition, type PartitionState } from '../src/shard/state.ts';
-import { decodePartition, encodePartition } from '../src/store/snapshot.ts';
+import { decodePartition, encodePartition } from '../src/shard/partition-image.ts';
 import { addCustomer, addFundedWallet, contextOf, ownerOf } from './lib/fixtures.ts';
 import { fmt, machine, table, writeResult } from './lib/report.ts';
 

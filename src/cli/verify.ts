@@ -8,8 +8,8 @@ import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import { addTotals, ledgerViolations, type CurrencyTotals } from '../ledger/ledger.ts';
 import { ShardStore, snapshotChecksum, walChecksum } from '../store/shard-store.ts';
-import { recoverShard } from '../store/recovery.ts';
-import { encodePartition } from '../store/snapshot.ts';
+import { recoverShard } from '../shard/recovery.ts';
+import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import type { PartitionState } from '../shard/state.ts';
 

@@ -3,7 +3,7 @@
 // 48-bit hash of the scope (a number, not a string, per remembered key).
 // Invariant: two requests with one key never both execute; the second waits and gets the first's result.
 import { isStoredResult, type StoredReply } from '../shard/state.ts';
-import { scopeHash } from '../shard/scope-hash.ts';
+import { scopeHash } from '../store/scope-hash.ts';
 
 export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 

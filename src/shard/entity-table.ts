@@ -2,15 +2,9 @@
 // entity lives in the shard file's `cold` table and is read back by id. Runs inside shard workers
 // (and the CLI's recovery). Without a cold store (unit tests, benches) every entity simply stays hot.
 // Invariant: only applyEvent changes an entity, through mutable()/set(), which mark it touched.
-import type { IdempotencyRecord } from './state.ts';
+import { ownerOfScope, type ColdReader, type EntityKind, type IdempotencyRecord, type IdemOp, type IdemReader } from '../store/tiers.ts';
 
-export const ENTITY_KINDS = ['txn', 'payment', 'transfer', 'order', 'exchange', 'credit', 'fx_quote', 'service_quote'] as const;
-export type EntityKind = (typeof ENTITY_KINDS)[number];
-
-/** Where passivated entities are read from. Recovery reads "as of" the record it replays. */
-export interface ColdReader {
-  read(kind: EntityKind, id: string): string | undefined;
-}
+export type { ColdReader, EntityKind, IdemOp, IdemReader } from '../store/tiers.ts';
 
 export class EntityTable<T> {
   private readonly hot = new Map<string, T>();
@@ -86,20 +80,6 @@ export class EntityTable<T> {
   }
 }
 
-/** A change to the idempotency table, applied by the shard inside the group commit that made it. */
-export type IdemOp =
-  | { op: 'put'; record: IdempotencyRecord }
-  | { op: 'expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
-  | { op: 'forget'; scopes: string[] };
-
-export interface IdemReader {
-  read(scope: string): IdempotencyRecord | undefined;
-}
-
-/** The owner (`env:account`) of an idempotency scope `env:account:key`. */
-export function ownerOfScope(scope: string): string {
-  return scope.slice(0, scope.indexOf(':', scope.indexOf(':') + 1));
-}
 
 /**
  * Idempotency records: the heap holds only those stored since the last group commit (so a second

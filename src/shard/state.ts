@@ -291,11 +291,8 @@ export function isStoredResult(status: number): boolean {
   return status !== 400 && status < 500;
 }
 
-export interface IdempotencyRecord extends StoredReply {
-  scope: string;
-  fingerprint: string;
-  atMs: number;
-}
+/** The store owns the record's format; a shard sees it as a stored reply with its scope. */
+export type { IdempotencyRecord } from '../store/tiers.ts';
 
 export interface PartitionState {
   partition: number;

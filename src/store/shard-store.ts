@@ -5,9 +5,8 @@
 // synchronous=FULL: all of it or none.
 import Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
-import { ENTITY_KINDS, ownerOfScope, type ColdReader, type EntityKind, type IdemOp } from '../shard/entity-table.ts';
-import type { IdempotencyRecord } from '../shard/state.ts';
-import { scopeHash } from '../shard/scope-hash.ts';
+import { ENTITY_KINDS, ownerOfScope, type ColdReader, type EntityKind, type IdempotencyRecord, type IdemOp } from './tiers.ts';
+import { scopeHash } from './scope-hash.ts';
 
 /** A finished entity's row: one version per (kind, id, lsn); the LSN of the record that finished it. */
 export interface ColdRow {

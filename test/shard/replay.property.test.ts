@@ -11,7 +11,7 @@ import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
 import { emptyPartition, isStoredResult, walletOf, type PartitionState } from '../../src/shard/state.ts';
 import type { Effect, HandlerContext } from '../../src/shard/handlers/common.ts';
 import type { Command, CommandBody } from '../../src/shard/protocol.ts';
-import { decodePartition, encodePartition } from '../../src/store/snapshot.ts';
+import { decodePartition, encodePartition } from '../../src/shard/partition-image.ts';
 import { mintId, partitionOfId } from '../../src/ids.ts';
 import { addTotals, availableMinor, balanceMinor, ledgerViolations, type CurrencyTotals } from '../../src/ledger/ledger.ts';
 import { tierLimits } from '../../src/catalogue/limits.ts';

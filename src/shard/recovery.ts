@@ -2,11 +2,12 @@
 // Runs in a shard worker at start-up and in the CLI (verify, snapshot). A bad checksum in the final
 // batch is a torn tail and is cut; anywhere else it is corruption and recovery stops with a message.
 // Invariant: the recovered state equals the state the shard had after its last durable batch.
-import { applyEvent, type WalEvent } from '../shard/events.ts';
-import { emptyPartition, type PartitionState, type PartitionTiers } from '../shard/state.ts';
-import { Passivation } from '../shard/passivate.ts';
-import { snapshotChecksum, walChecksum, type ShardStore } from './shard-store.ts';
-import { decodePartition, decompressImage } from './snapshot.ts';
+import { applyEvent, type WalEvent } from './events.ts';
+import { emptyPartition, type PartitionState, type PartitionTiers } from './state.ts';
+import { Passivation } from './passivate.ts';
+import { snapshotChecksum, walChecksum, type ShardStore } from '../store/shard-store.ts';
+import { decompressImage } from '../store/snapshot.ts';
+import { decodePartition } from './partition-image.ts';
 
 /** Replayed records between two writes of what replay passivated (bounds the heap during recovery). */
 const REPLAY_PASSIVATE_EVERY_RECORDS = 5_000;

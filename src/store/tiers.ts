@@ -1,0 +1,37 @@
+// The record formats of a shard file's tiered tables (finished entities, idempotency records) as the
+// store reads and writes them. Store layer: imported by the shard, never importing it.
+// Invariant: a kind's code (its index in ENTITY_KINDS) never changes once written to disk.
+
+export const ENTITY_KINDS = ['txn', 'payment', 'transfer', 'order', 'exchange', 'credit', 'fx_quote', 'service_quote'] as const;
+export type EntityKind = (typeof ENTITY_KINDS)[number];
+
+/** Where passivated entities are read from. Recovery reads "as of" the record it replays. */
+export interface ColdReader {
+  read(kind: EntityKind, id: string): string | undefined;
+}
+
+/** A stored result for an idempotency scope (`env:account:key`): replayed byte for byte or by code. */
+export interface IdempotencyRecord {
+  scope: string;
+  fingerprint: string;
+  atMs: number;
+  status: number;
+  json?: string;
+  error?: { code: string; message: string };
+  miss?: true;
+}
+
+export interface IdemReader {
+  read(scope: string): IdempotencyRecord | undefined;
+}
+
+/** A change to the idempotency table, applied by the shard inside the group commit that made it. */
+export type IdemOp =
+  | { op: 'put'; record: IdempotencyRecord }
+  | { op: 'expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
+  | { op: 'forget'; scopes: string[] };
+
+/** The owner (`env:account`) of an idempotency scope `env:account:key`. */
+export function ownerOfScope(scope: string): string {
+  return scope.slice(0, scope.indexOf(':', scope.indexOf(':') + 1));
+}
