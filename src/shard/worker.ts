@@ -51,6 +51,8 @@ const passivation = new Passivation();
 const states: Map<number, PartitionState> = recovered.states;
 const clockOffsets = new Map<string, number>(data.clockOffsets);
 const queue: Queued[] = [];
+/** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
+const TRUNCATE_SLICE_RECORDS = 2_000;
 let flushScheduled = false;
 let recordsSinceSnapshot = recovered.replayed;
 /** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
@@ -145,8 +147,11 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
       const body = await compressImage(json);
       store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
     }
-    // Records every kept image covers (beyond the retained tail) are no longer needed to recover.
-    if (taken > 0) store.truncateWal(data.walRetainRecords);
+    // Records every kept image covers (beyond the retained tail) are no longer needed to recover:
+    // deleted a slice per event-loop turn, so a large truncation never stalls the commands.
+    if (taken > 0) {
+      while (store.truncateWal(data.walRetainRecords, TRUNCATE_SLICE_RECORDS) > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
   } finally {
     snapshotting = false;
   }

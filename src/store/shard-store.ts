@@ -225,30 +225,30 @@ export class ShardStore implements ColdReader {
   }
 
   /**
-   * Deletes the WAL records that no kept snapshot needs: per partition, those at or below the OLDER of
-   * its two kept images (so a damaged newest image can still fall back), and never the newest
-   * `retainRecords`. One sqlite transaction: a kill -9 leaves all of it or none.
+   * Deletes up to `slice` WAL records that no kept snapshot needs: per partition, those at or below the
+   * OLDER of its two kept images (so a damaged newest image can still fall back), and never the newest
+   * `retainRecords`. One sqlite transaction per call, so a kill -9 leaves a slice whole or untouched;
+   * the shard calls it once per event-loop turn until it returns 0, so commands interleave.
    */
-  truncateWal(retainRecords: number): number {
-    const rows = this.db.prepare('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>;
+  truncateWal(retainRecords: number, slice = Number.MAX_SAFE_INTEGER): number {
+    const rows = this.stmt('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>;
     const ceiling = this.nextLsn - 1 - retainRecords;
     if (ceiling <= 0) return 0;
     let deleted = 0;
-    const tx = this.db.transaction(() => {
-      let floorLsn = this.walFloor().lsn;
-      let floorBatch = this.walFloor().batch;
+    this.db.transaction(() => {
+      let { lsn: floorLsn, batch: floorBatch } = this.walFloor();
       for (const row of rows) {
-        if (row.n < 2) continue;
+        if (row.n < 2 || deleted >= slice) continue;
         const bound = Math.min(row.lsn, ceiling);
-        const top = this.db.prepare('SELECT max(lsn) AS lsn, max(batch) AS batch FROM wal WHERE partition = ? AND lsn <= ?').get(row.partition, bound) as { lsn: number | null; batch: number | null };
-        if (top.lsn === null) continue;
-        deleted += this.db.prepare('DELETE FROM wal WHERE partition = ? AND lsn <= ?').run(row.partition, bound).changes;
-        floorLsn = Math.max(floorLsn, top.lsn);
-        floorBatch = Math.max(floorBatch, top.batch ?? 0);
+        const doomed = this.stmt('SELECT lsn, batch FROM wal WHERE partition = ? AND lsn <= ? ORDER BY lsn LIMIT ?').raw().all(row.partition, bound, slice - deleted) as Array<[number, number]>;
+        if (doomed.length === 0) continue;
+        const last = doomed[doomed.length - 1]!;
+        deleted += this.stmt('DELETE FROM wal WHERE partition = ? AND lsn <= ?').run(row.partition, last[0]).changes;
+        floorLsn = Math.max(floorLsn, last[0]);
+        floorBatch = Math.max(floorBatch, ...doomed.map((d) => d[1]));
       }
-      this.setMeta('wal_floor', `${floorLsn}:${floorBatch}`);
-    });
-    tx();
+      if (deleted > 0) this.setMeta('wal_floor', `${floorLsn}:${floorBatch}`);
+    })();
     return deleted;
   }
 

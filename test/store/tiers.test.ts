@@ -91,4 +91,27 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     assert.deepEqual(state.idempotency.get(other.scope), other);
     store.close();
   });
+
+  it('truncateWal in slices → at most a slice per call, never past the older kept image, LSNs continue after reopening', () => {
+    const file = path.join(tempDataDir('tiers'), 'shard-0.db');
+    let store = new ShardStore(file);
+    for (let i = 0; i < 50; i += 1) store.appendBatch(Array.from({ length: 100 }, () => ({ partition: PARTITION, body: '[]' })));
+    const image = compressImageSync(encodePartition(emptyPartition(PARTITION)));
+    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 4_000, takenAtMs: 1, body: image }));
+    assert.equal(store.truncateWal(0, 500), 0, 'one image: nothing may go (it could be the damaged one)');
+    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 5_000, takenAtMs: 2, body: image }));
+    const slices: number[] = [];
+    for (let n = store.truncateWal(500, 1_500); n > 0; n = store.truncateWal(500, 1_500)) slices.push(n);
+    assert.deepEqual(slices, [1_500, 1_500, 1_000], 'up to the older image (4,000), a slice at a time');
+    assert.equal(store.walFirstLsn(), 4_001);
+    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 5_000, takenAtMs: 3, body: image }));
+    store.close();
+    store = new ShardStore(file);
+    store.db.prepare('DELETE FROM wal').run(); // as if every record had been truncated
+    store.setMeta('wal_floor', '5000:50');
+    store.close();
+    store = new ShardStore(file);
+    assert.equal(store.lsnNext, 5_001, 'numbering never goes back after truncation');
+    store.close();
+  });
 });
