@@ -73,6 +73,8 @@ describe('1. service orders check the recipient like validate', () => {
       assert.deepEqual(errorOf(r), [422, 'VALIDATION_ERROR'], `${service} ${recipient}: ${JSON.stringify(r.body)}`);
     }
     assert.equal((await api('GET', `/v1/wallets/${c.walletId}`)).body.data.held_minor, 0);
+    const quote = await api('POST', '/v1/services/quote', { body: { customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', phone: '12345' } });
+    assert.deepEqual(errorOf(quote), [422, 'VALIDATION_ERROR'], 'a quote naming a recipient checks it too');
   });
 
   it('every NG service refuses a recipient that does not fit its rule, and accepts one that does', async () => {

@@ -272,10 +272,12 @@ export function cancelOrderEvents(ctx: HandlerContext, order: ServiceOrder): Wal
  * purchase, its service transaction fails with the payment's code. Usage was given back with the payment.
  */
 export function orderPaymentFailedEvents(ctx: HandlerContext, order: ServiceOrder, failure: { code: FailureCode; message: string }): WalEvent[] {
-  const moved = moveOrder(order, { type: 'payment.failed', atMs: ctx.nowMs });
+  // A collection that failed before the opened step committed: open the order in this same record first.
+  const opened = order.status === 'pending' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
+  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: 'payment.failed', atMs: ctx.nowMs });
   if (moved === null) return [];
   const txn = ctx.state.transactions.get(order.transactionId)!;
-  const events: WalEvent[] = [moved];
+  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
   const txnMoved = moveTransaction(txn, { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure: { code: failure.code, stage: 'collection', message: failure.message } });
   if (txnMoved !== null) events.push(txnMoved);
   events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: 'collection' } }));
