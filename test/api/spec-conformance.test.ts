@@ -265,9 +265,10 @@ describe('10. transactions tell the truth', () => {
     const b = await bankBeneficiary(c.id, '0123456789');
     const t = await api('POST', '/v1/transfers', { idempotencyKey: idem(), body: { customer_id: c.id, beneficiary_id: b, amount_minor: 100_000, currency: 'NGN' } });
     assert.equal(t.status, 201);
+    // Wallet first: a hold still placed when the transaction is read afterwards was placed at the wallet read.
+    const wallet = (await api('GET', `/v1/wallets/${c.walletId}`)).body.data;
     const txn = (await api('GET', `/v1/transactions/${t.body.data.transaction_id}`)).body.data;
     assert.equal(txn.hold.amount_minor, 100_000 + t.body.data.fee_minor);
-    const wallet = (await api('GET', `/v1/wallets/${c.walletId}`)).body.data;
     if (txn.hold.status === 'held') assert.equal(wallet.held_minor, txn.hold.amount_minor, 'the wallet holds what the transaction says');
   });
 
