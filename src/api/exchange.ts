@@ -4,7 +4,8 @@
 // Invariant: an exchange executes a live, unused quote of the caller's, or nothing.
 import type { RouteDef } from '../http/types.ts';
 import { Exchange, ExchangeCreate, ExchangeQuote, ExchangeQuoteCreate } from '../schemas/exchange.schema.ts';
-import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf } from './deps.ts';
+import { reject } from '../errors.ts';
+import { type ApiDeps, actingCustomer, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf } from './deps.ts';
 
 export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
   return [
@@ -45,10 +46,15 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
       responseStatus: 201,
       errors: ['VALIDATION', 'CONFLICT', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
-        const quoteId = (ctx.body as ExchangeCreate).quote_id;
+        const body = ctx.body as ExchangeCreate;
+        const quoteId = body.quote_id;
+        // A customer-scoped key acts for its own customer; naming another is 403 (as everywhere).
+        const customerId = ctx.key?.customerId != null || body.customer_id !== undefined ? actingCustomer(ctx, body.customer_id) : null;
+        if (isRejection(customerId)) return errorOf(customerId);
         const partition = partitionOf(quoteId, 'exchange quote');
-        if (isRejection(partition)) return errorOf(partition);
-        return command(deps, ctx, partition, { k: 'fx.execute', quoteId }, { idempotent: true });
+        // The spec's error for a quote_id that names no quote is 400 VALIDATION, not 404.
+        if (isRejection(partition)) return errorOf(partition.code === 'NOT_FOUND' ? reject('VALIDATION', `quote_id ${quoteId} does not name an exchange quote.`) : partition);
+        return command(deps, ctx, partition, { k: 'fx.execute', quoteId, customerId }, { idempotent: true });
       },
     },
   ];

@@ -4,9 +4,10 @@
 // Invariant: an order is created at most once per idempotency key, its failures replayed as stored.
 import { reject } from '../errors.ts';
 import { isServiceCode, railDown } from '../catalogue/services.ts';
+import { readValidationSnapshot } from '../catalogue/services-recipient.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
-import { OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';
+import { OrderReadQuery, OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';
 import type { ServiceRequest } from '../shard/protocol.ts';
 import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, byIdHandler } from './deps.ts';
 import { pinCheck } from './transfers.ts';
@@ -36,8 +37,9 @@ function prepare(ctx: RequestContext, b: ServiceQuoteCreate | ServiceOrderCreate
   return customerTarget(ctx, b.customer_id);
 }
 
+/** Order reads act for the customer named in the query (or the key's own customer): anyone else's order is 404. */
 function orderById(deps: ApiDeps, projection: 'full' | 'status'): RouteDef['handle'] {
-  return byIdHandler(deps, 'service order', (id) => ({ k: 'order.get', id, projection }));
+  return (ctx) => byIdHandler(deps, 'service order', (id) => ({ k: 'order.get', id, projection, customerId: ctx.query.get('customer_id') ?? null }))(ctx);
 }
 
 export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
@@ -90,6 +92,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
             productCode: b.product_code ?? null,
             idempotencyKey: key,
             metadata: (b.metadata as Record<string, unknown> | undefined) ?? null,
+            validationSnapshot: readValidationSnapshot(b.validation_snapshot as Record<string, unknown> | undefined),
           },
         }, { idempotent: true });
       },
@@ -100,6 +103,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       summary: 'Retrieve a service order with its fulfillment snapshot',
       auth: 'key',
       family: 'services',
+      query: OrderReadQuery,
       response: ServiceOrder,
       errors: ['VALIDATION', 'NOT_FOUND'],
       handle: orderById(deps, 'full'),
@@ -110,6 +114,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       summary: 'The order status projection (poll while waiting on customer action)',
       auth: 'key',
       family: 'services',
+      query: OrderReadQuery,
       response: OrderStatusProjection,
       errors: ['VALIDATION', 'NOT_FOUND'],
       handle: orderById(deps, 'status'),

@@ -8,7 +8,6 @@ import {
   acceptedPaymentMethods,
   eligibleServiceCountries,
   findOperator,
-  findPlan,
   inMaintenance,
   isServiceCode,
   isServiceMarket,
@@ -25,7 +24,8 @@ import {
   type Plan,
   type ServiceCode,
 } from '../catalogue/services.ts';
-import { validatePhone, type PhoneValidation } from '../catalogue/services-phone.ts';
+import { validatePhone } from '../catalogue/services-phone.ts';
+import { checkRecipient } from '../catalogue/services-recipient.ts';
 import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveAccess, serviceDefinition, type CustomerProfile } from '../catalogue/services-resolve.ts';
 import { reject, type Rejection } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
@@ -44,6 +44,7 @@ import {
   ServicePaymentMethodsQuery,
   ServicePlansQuery,
   ServiceValidateBody,
+  ServiceValidateQuery,
   ValidationResult,
   VariantList,
 } from '../schemas/services.schema.ts';
@@ -180,8 +181,19 @@ async function availability(deps: ApiDeps, ctx: RequestContext): Promise<Reply> 
       availability: closed ? { status: 'maintenance', reason: 'catalogue_maintenance' } : access.availability,
     }];
   });
-  const preferred = items.find((i) => i.access.executable) ?? items[0];
-  return ok({ service_code: code, customer_id: profile.value.id, home_country: profile.value.homeCountry, default_country_code: preferred?.country_code ?? null, items });
+  // A named country is the selection when the customer may buy there; otherwise the first executable one.
+  const named = queryOf(ctx, 'country')?.toUpperCase();
+  const selected = items.find((i) => i.country_code === named && i.access.executable);
+  const preferred = selected ?? items.find((i) => i.access.executable) ?? items[0];
+  return ok({
+    service_code: code,
+    customer_id: profile.value.id,
+    home_country: profile.value.homeCountry,
+    requested_country_code: named ?? null,
+    requested_available: named === undefined ? null : selected !== undefined,
+    default_country_code: preferred?.country_code ?? null,
+    items,
+  });
 }
 
 function paymentMethods(scope: Scope, amountText: string | undefined): Reply {
@@ -217,8 +229,11 @@ function operatorRequired(service: MarketService): Rejection {
   return reject('VALIDATION', `operator is required for ${service.code} in ${service.country}${byPhone}: one of ${codes}.`);
 }
 
-/** The plan listing's operator: named, else the phone's network, else the only operator there is. */
-function plansOperator(service: MarketService, named: string | undefined, phone: string | undefined): string | Rejection {
+/**
+ * The plan listing's operator: named, else the phone's network, else the only operator there is. An
+ * open-amount service has one synthetic plan whatever the operator, so it needs none (null).
+ */
+function plansOperator(service: MarketService, named: string | undefined, phone: string | undefined): string | null | Rejection {
   if (named !== undefined) {
     const code = named.toUpperCase();
     if (findOperator(service.country, service.code, code) === undefined) return reject('VALIDATION', `operator ${code} does not sell ${service.code} in ${service.country}.`);
@@ -236,6 +251,7 @@ function plansOperator(service: MarketService, named: string | undefined, phone:
   const operators = operatorsOf(service.country, service.code);
   const [only] = operators;
   if (operators.length === 1 && only !== undefined) return only.code;
+  if (service.pricing === 'open') return null;
   return operatorRequired(service);
 }
 
@@ -258,67 +274,24 @@ function listPlans(ctx: RequestContext, service: MarketService): Reply {
   return ok({ service_code: service.code, country_code: service.country, operator_code: operator, kind, presentation: pickerFor(items), items });
 }
 
-interface ValidateInputs {
-  operatorCode: string | null;
-  meterType: string | null;
-  productCode: string | null;
-  phone: PhoneValidation | null;
-}
-
 function validationError(message: string): Rejection {
   return reject('VALIDATION_ERROR', message);
-}
-
-/** Everything validate checks before it may call the rail; a phone that is not possible stops here. */
-function validateInputs(service: MarketService, body: ServiceValidateBody, accountRef: string): ValidateInputs | Rejection {
-  let operatorCode = body.operator_code?.toUpperCase() ?? null;
-  if (operatorCode !== null && findOperator(service.country, service.code, operatorCode) === undefined) {
-    return validationError(`operator_code ${operatorCode} does not sell ${service.code} in ${service.country}.`);
-  }
-  let phone: PhoneValidation | null = null;
-  if (service.recipient === 'phone') {
-    phone = validatePhone(accountRef, service.country, service.code);
-    if (!phone.valid) return validationError(`account_ref is not a reachable ${service.country} mobile number: ${phone.messages.join(' ')}`);
-    operatorCode ??= phone.carrier;
-  } else {
-    const problem = accountRefProblem(service, accountRef);
-    if (problem !== null) return validationError(problem);
-  }
-  if (operatorCode === null) {
-    const operators = operatorsOf(service.country, service.code);
-    const [only] = operators;
-    if (operators.length !== 1 || only === undefined) return validationError(`operator_code is required: one of ${operators.map((o) => o.code).join(', ')}.`);
-    operatorCode = only.code;
-  }
-  const variants = variantsOf(service.country, service.code);
-  let meterType = body.meter_type ?? null;
-  if (meterType !== null && !variants.some((v) => v.code === meterType)) {
-    return validationError(variants.length === 0 ? `${service.code} in ${service.country} has no meter types.` : `meter_type must be one of ${variants.map((v) => v.code).join(', ')}.`);
-  }
-  const [onlyVariant] = variants;
-  if (meterType === null && variants.length === 1 && onlyVariant !== undefined) meterType = onlyVariant.code;
-  if (meterType === null && variants.length > 1) return validationError(`meter_type is required: one of ${variants.map((v) => v.code).join(', ')}.`);
-  const productCode = body.product_code ?? null;
-  if (productCode !== null) {
-    const plan = findPlan(service.country, service.code, productCode);
-    if (plan === undefined || (plan.operator_code !== '' && plan.operator_code !== operatorCode)) {
-      return validationError(`product_code ${productCode} is not a plan of ${operatorCode} for ${service.code} in ${service.country}.`);
-    }
-  }
-  return { operatorCode, meterType, productCode, phone };
 }
 
 async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const body = (ctx.body ?? {}) as ServiceValidateBody;
   const code = ctx.params.code ?? '';
   if (!isServiceCode(code)) return noSuchService(code);
-  if (body.country_code === undefined) return errorOf(validationError('country_code is required.'));
+  // The body names country and customer; the query forms the other services endpoints take work too.
+  const country = body.country_code ?? queryOf(ctx, 'country')?.toUpperCase();
+  const customerId = body.customer_id ?? queryOf(ctx, 'customer_id');
+  if (country === undefined) return errorOf(validationError('country_code is required.'));
   const accountRef = body.account_ref?.trim() ?? '';
   if (accountRef === '') return errorOf(validationError('account_ref is required.'));
-  const scope = await scopeOf(deps, ctx, { code, country: body.country_code, customerId: body.customer_id, gate: 'execute' });
+  const scope = await scopeOf(deps, ctx, { code, country, customerId, gate: 'execute' });
   if (!scope.ok) return scope.reply;
   const { service } = scope.value;
-  const inputs = validateInputs(service, body, accountRef);
+  const inputs = checkRecipient(service, { recipient: accountRef, operatorCode: body.operator_code ?? null, meterType: body.meter_type ?? null, productCode: body.product_code ?? null, missingCode: 'VALIDATION_ERROR' });
   if (isRejection(inputs)) return errorOf(inputs);
   const down = railFailure(ctx, service);
   if (down !== null) return down;
@@ -399,7 +372,7 @@ export function serviceCatalogueRoutes(deps: ApiDeps): RouteDef[] {
     },
     {
       ...base, method: 'POST', path: '/v1/services/:code/validate', summary: 'Verify a recipient on the rail (phone checks first for airtime and data)',
-      body: ServiceValidateBody, response: ValidationResult,
+      body: ServiceValidateBody, query: ServiceValidateQuery, response: ValidationResult,
       errors: ['VALIDATION', 'VALIDATION_ERROR', 'NOT_FOUND', 'FORBIDDEN', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'MAINTENANCE', 'PROVIDER_FAILURE'],
       handle: (ctx) => validate(deps, ctx),
     },

@@ -15,7 +15,8 @@ export const ExchangeQuoteCreate = Type.Object(
 );
 export type ExchangeQuoteCreate = Static<typeof ExchangeQuoteCreate>;
 
-export const ExchangeCreate = Type.Object({ quote_id: Ulid }, { additionalProperties: false });
+/** customer_id is optional (the quote knows its customer); when sent it must be the quote's, else 404. */
+export const ExchangeCreate = Type.Object({ quote_id: Ulid, customer_id: Type.Optional(Ulid) }, { additionalProperties: false });
 export type ExchangeCreate = Static<typeof ExchangeCreate>;
 
 export const ExchangeQuote = Type.Object({

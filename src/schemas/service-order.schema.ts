@@ -103,3 +103,6 @@ export const OrderStatusProjection = Type.Object({
   fulfillment_snapshot: Nullable(Type.Object({}, { additionalProperties: true })),
   updated_at: Timestamp,
 });
+
+/** Order reads name the customer they act for; another customer's order is then 404. */
+export const OrderReadQuery = Type.Object({ customer_id: Type.Optional(Ulid) }, { additionalProperties: false });

@@ -18,7 +18,11 @@ const Loose = { additionalProperties: true } as const;
 export const ServiceCountryQuery = Type.Object({ country: QueryCountry, customer_id: QueryCustomer }, { additionalProperties: false });
 export type ServiceCountryQuery = Static<typeof ServiceCountryQuery>;
 
-export const ServiceAvailabilityQuery = Type.Object({ customer_id: QueryCustomer }, { additionalProperties: false });
+/** `country` is optional here: without it every eligible service country is listed; with it, that one is selected. */
+export const ServiceAvailabilityQuery = Type.Object({ country: Type.Optional(QueryCountry), customer_id: QueryCustomer }, { additionalProperties: false });
+
+/** validate takes its country and customer in the body; the query forms every other services endpoint takes work too. */
+export const ServiceValidateQuery = Type.Object({ country: Type.Optional(QueryCountry), customer_id: QueryCustomer }, { additionalProperties: false });
 
 export const ServicePaymentMethodsQuery = Type.Object({
   country: QueryCountry,
@@ -88,6 +92,8 @@ export const ServiceAvailability = Type.Object({
   service_code: ServiceCodeSchema,
   customer_id: Ulid,
   home_country: CountryCode,
+  requested_country_code: Nullable(CountryCode),
+  requested_available: Nullable(Type.Boolean({ description: 'Whether the customer may buy the service in the requested country now' })),
   default_country_code: Nullable(CountryCode),
   items: Type.Array(Type.Object({
     country_code: CountryCode,

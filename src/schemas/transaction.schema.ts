@@ -33,6 +33,11 @@ export const Transaction = Type.Object({
   status_history: Type.Array(Type.Object({ status: Type.String(), at: Timestamp, attempt: Type.Integer(), failure_code: Nullable(Type.String()) })),
   payment_id: Nullable(Ulid),
   transfer_id: Nullable(Ulid),
+  exchange_id: Type.Optional(Ulid),
+  from_amount_minor: Type.Optional(Type.Integer({ description: 'exchange: the source leg (same as amount_minor)' })),
+  from_currency: Type.Optional(CurrencyCode),
+  to_amount_minor: Type.Optional(Type.Integer({ description: 'exchange: the target leg' })),
+  to_currency: Type.Optional(CurrencyCode),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

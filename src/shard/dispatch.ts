@@ -12,7 +12,7 @@ import { createCustomer, getCustomer, getWallet, updateCustomer } from './handle
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
 import { createServiceQuote } from './handlers/service-quotes.ts';
-import { createOrder, getOrder } from './handlers/orders.ts';
+import { createOrder, getOrder, openOrder } from './handlers/orders.ts';
 import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
 import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
@@ -69,6 +69,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'squote.create': return createServiceQuote(ctx, cmd);
     case 'order.create': return createOrder(ctx, cmd);
     case 'order.get': return getOrder(ctx, cmd);
+    case 'order.open': return openOrder(ctx, cmd);
     case 'order.paid': return orderPaid(ctx, cmd);
     case 'order.rail': return orderRail(ctx, cmd);
     case 'order.reconcile': return reconcileOrder(ctx, cmd);

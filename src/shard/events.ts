@@ -203,7 +203,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
         assert(quote !== undefined && quote.usedBy === null, 'apply: order needs an unused quote');
         quote.usedBy = event.order.id;
       }
-      state.orders.set(event.order.id, { ...event.order });
+      state.orders.set(event.order.id, { ...event.order, ...(event.order.history === undefined ? {} : { history: [...event.order.history] }) });
       return;
     }
     case 'order.moved': {
@@ -211,6 +211,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       assert(order !== undefined, 'apply: order missing');
       order.status = event.status;
       order.updatedAtMs = event.atMs;
+      order.history?.push({ status: event.status, atMs: event.atMs });
       if (event.providerReference !== undefined) order.providerReference = event.providerReference;
       if (event.fulfillmentSnapshot !== undefined) order.fulfillmentSnapshot = event.fulfillmentSnapshot;
       if (event.dispatchAttempt !== undefined) order.dispatchAttempt = event.dispatchAttempt;

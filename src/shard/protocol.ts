@@ -2,6 +2,7 @@
 // Both threads. Commands are plain data so they clone cheaply across the thread boundary.
 // Invariant: a command names its partition; the front end routes it to partition % shards.
 import type { OutboxEvent, Owner, StoredReply, Tier } from './state.ts';
+import type { ValidationSnapshot } from '../catalogue/services-recipient.ts';
 
 export interface CommandBase {
   owner: Owner;
@@ -64,7 +65,7 @@ export type CommandBody =
   | { k: 'payment.submit'; id: string }
   | { k: 'payment.checkout'; id: string; token: string; action: 'view' | 'complete' | 'decline' }
   | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
-  | { k: 'fx.execute'; quoteId: string }
+  | { k: 'fx.execute'; quoteId: string; /** the customer named in the request, if any: must be the quote's */ customerId?: string | null }
   | { k: 'customer.secret'; id: string }
   | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null; /** wallet: the holder's name, resolved by the front end from the wallet's partition */ resolvedName: string | null } }
   | { k: 'wallet.resolve'; id: string }
@@ -78,8 +79,9 @@ export type CommandBody =
   | { k: 'transfer.reconcile'; id: string }
   | { k: 'outbox.ack'; ids: string[] }
   | { k: 'squote.create'; body: ServiceRequest }
-  | { k: 'order.create'; body: ServiceRequest & { paymentMethod: string; quoteId: string | null; productCode: string | null; idempotencyKey: string; metadata: Record<string, unknown> | null } }
-  | { k: 'order.get'; id: string; projection: 'full' | 'status' }
+  | { k: 'order.create'; body: ServiceRequest & { paymentMethod: string; quoteId: string | null; productCode: string | null; idempotencyKey: string; metadata: Record<string, unknown> | null; /** the fields of the client's validation_snapshot an order reads */ validationSnapshot?: ValidationSnapshot | null } }
+  | { k: 'order.get'; id: string; projection: 'full' | 'status'; /** the customer the read acts for (query customer_id) */ customerId?: string | null }
+  | { k: 'order.open'; id: string }
   | { k: 'order.paid'; id: string }
   | { k: 'order.rail'; id: string; attempt: number }
   | { k: 'order.reconcile'; id: string }

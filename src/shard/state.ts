@@ -79,6 +79,8 @@ export interface Transaction {
   transferId: string | null;
   /** The service order this transaction is the ledger truth of (type service), if any. */
   orderId?: string;
+  /** An exchange's transaction: the exchange and its other leg (amount_minor/currency are the source leg). */
+  exchange?: { id: string; toAmountMinor: number; toCurrency: string };
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -223,6 +225,8 @@ export interface ServiceOrder {
   pricingSnapshot: Record<string, unknown>;
   metadata: Record<string, unknown> | null;
   dispatchAttempt: number;
+  /** Every status the order took, in order (absent on orders recorded before it was kept). */
+  history?: Array<{ status: OrderStatus; atMs: number }>;
   createdAtMs: number;
   updatedAtMs: number;
 }

@@ -38,6 +38,15 @@ export function walletView(w: Wallet): object {
   };
 }
 
+/**
+ * What the transaction's hold is for: a transfer holds its amount plus the fee charged on top; every
+ * other hold (wallet payments, order payments) is the amount, any fee being inside it.
+ */
+function heldMinor(t: Transaction): number {
+  if (t.holdStatus === 'none') return 0;
+  return t.type === 'transfer' ? t.amountMinor + t.feeMinor : t.amountMinor;
+}
+
 export function transactionView(t: Transaction): object {
   return {
     id: t.id,
@@ -50,7 +59,7 @@ export function transactionView(t: Transaction): object {
     currency: t.currency,
     reference: t.reference,
     failure: t.failure,
-    hold: { status: t.holdStatus, amount_minor: t.holdStatus === 'none' ? 0 : t.amountMinor },
+    hold: { status: t.holdStatus, amount_minor: heldMinor(t) },
     attempt: t.attempt,
     status_history: t.history.map((h) => ({
       status: h.status,
@@ -60,6 +69,13 @@ export function transactionView(t: Transaction): object {
     })),
     payment_id: t.paymentId,
     transfer_id: t.transferId,
+    ...(t.exchange === undefined ? {} : {
+      exchange_id: t.exchange.id,
+      from_amount_minor: t.amountMinor,
+      from_currency: t.currency,
+      to_amount_minor: t.exchange.toAmountMinor,
+      to_currency: t.exchange.toCurrency,
+    }),
     created_at: iso(t.createdAtMs),
     updated_at: iso(t.updatedAtMs),
   };

@@ -201,7 +201,7 @@ describe('orders: errors and binding', () => {
     assert.deepEqual([denied.status, denied.body.error?.code], [403, 'COMPLIANCE_DENIED']);
     const short = await order({ ...base, provider_cost_minor: 200_000 });
     assert.deepEqual([short.status, short.body.error?.code], [422, 'INSUFFICIENT_FUNDS']);
-    const overBody = { ...base, service_code: 'electricity', provider_cost_minor: 10_000_000, meter_type: 'prepaid', account_ref: '45120000017' };
+    const overBody = { ...base, service_code: 'electricity', provider_cost_minor: 10_000_000, operator_code: 'IKEDC', meter_type: 'prepaid', account_ref: '45120000017' };
     delete (overBody as { phone?: string }).phone;
     const over = await order(overBody);
     assert.deepEqual([over.status, over.body.error?.code], [422, 'LIMIT_EXCEEDED'], JSON.stringify(over.body));
@@ -339,7 +339,8 @@ describe('orders: fulfilment paths', () => {
     const c = await customer(0);
     const created = await order({ customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 30_000, currency: 'NGN', payment_method: 'card', phone: mtnPhone() });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.equal(created.body.data.order.status, 'awaiting_payment');
+    assert.equal(created.body.data.order.status, 'pending', 'the create response shows pending; the collection opens next');
+    await until(statusOf(created.body.data.order.id), (s) => s.status === 'awaiting_payment', 'awaiting payment');
     assert.match(created.body.data.checkout_url, /\/v1\/checkout\//);
     const paid = await fetch(created.body.data.checkout_url.replace('?token=', '/complete?token='), { method: 'POST' });
     assert.equal(paid.status, 200);

@@ -16,7 +16,7 @@ interface Operation {
 interface OpenApiDoc {
   openapi: string;
   info: { title: string; version: string };
-  components: { securitySchemes: Record<string, { type: string; scheme: string }> };
+  components: { schemas: Record<string, Record<string, any>>; securitySchemes: Record<string, { type: string; scheme: string }> };
   paths: Record<string, Record<string, Operation>>;
 }
 
@@ -38,6 +38,15 @@ const key = secretKey();
 let server: TestServer;
 let api: ReturnType<typeof client>;
 let doc: OpenApiDoc;
+
+/** A schema with a components $ref followed (the document names its schemas under components/schemas). */
+function resolved(schema: Record<string, any> | undefined): Record<string, any> | undefined {
+  const target = typeof schema?.$ref === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(schema.$ref)?.[1] : undefined;
+  if (target === undefined) return schema;
+  const found = doc.components.schemas[target];
+  assert.ok(found !== undefined, `dangling $ref ${String(schema?.$ref)}`);
+  return found;
+}
 
 function concrete(path: string): string {
   return path.replace('{code}', 'NG').replace('{id}', SAMPLE_ID);
@@ -127,7 +136,7 @@ describe('GET /v1/openapi.json', () => {
   it('POST /v1/payments request schema: amount_minor integer with minimum 1; required fields; no extra fields', () => {
     const op = operation('/v1/payments', 'post');
     assert.equal(op.requestBody?.required, true);
-    const schema = op.requestBody!.content['application/json']!.schema;
+    const schema = resolved(op.requestBody!.content['application/json']!.schema)!;
     assert.equal(schema.type, 'object');
     assert.equal(schema.properties.amount_minor.type, 'integer');
     assert.equal(schema.properties.amount_minor.minimum, 1);
@@ -138,7 +147,7 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('POST /v1/customers: each required field of the documented schema → omitted → 400 naming it', async () => {
-    const schema = operation('/v1/customers', 'post').requestBody!.content['application/json']!.schema;
+    const schema = resolved(operation('/v1/customers', 'post').requestBody!.content['application/json']!.schema)!;
     const full: Record<string, string> = { name: 'Doc Check', email: 'doc-check@example.com', phone: '+2348031234567', country_code: 'NG' };
     assert.deepEqual(Object.keys(schema.properties).sort(), Object.keys(full).sort());
     for (const field of schema.required as string[]) {
@@ -197,10 +206,34 @@ describe('GET /v1/openapi.json', () => {
         if (method !== 'get') assert.ok('413' in op.responses && '415' in op.responses, `${where}: 413 and 415`);
         for (const [status, response] of Object.entries(op.responses)) {
           if (Number(status) < 400) continue;
-          const schema = response.content?.['application/json']?.schema;
+          const schema = resolved(response.content?.['application/json']?.schema);
           assert.deepEqual(schema?.properties?.error?.required, ['code', 'message', 'request_id'], `${where} ${status}`);
         }
       }
+    }
+  });
+
+  it('components: request bodies and responses reference components/schemas; every $ref resolves', () => {
+    const body = operation('/v1/services/orders', 'post').requestBody!.content['application/json']!.schema;
+    assert.equal(body.$ref, '#/components/schemas/ServiceOrderCreate');
+    const created = operation('/v1/services/orders', 'post').responses['201']!.content!['application/json']!.schema;
+    assert.equal(created.properties.data.$ref, '#/components/schemas/ServiceOrderCreated');
+    assert.ok(doc.components.schemas.Error !== undefined && doc.components.schemas.Transaction !== undefined);
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
+    assert.ok(refs.length > 20, `only ${refs.length} $refs`);
+    for (const r of refs) resolved({ $ref: r.slice(8, -1) });
+  });
+
+  it('headers: Idempotency-Key and X-Transaction-Authorization are declared header parameters where the spec names them', () => {
+    const order = operation('/v1/services/orders', 'post').parameters ?? [];
+    const orderKey = order.find((p) => p.in === 'header' && p.name === 'Idempotency-Key');
+    assert.ok(orderKey !== undefined && orderKey.required === false, 'service orders: header or body key');
+    for (const path of ['/v1/services/orders', '/v1/transfers']) {
+      const pin = operation(path, 'post').parameters?.find((p) => p.in === 'header' && p.name === 'X-Transaction-Authorization');
+      assert.ok(pin !== undefined, `${path}: X-Transaction-Authorization`);
+    }
+    for (const path of ['/v1/transfers', '/v1/exchange', '/v1/beneficiaries']) {
+      assert.equal(operation(path, 'post').parameters?.find((p) => p.name === 'Idempotency-Key')?.required, true, path);
     }
   });
 

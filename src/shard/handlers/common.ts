@@ -99,18 +99,26 @@ export function limitRejection(customer: Customer, currency: string, amountMinor
   return null;
 }
 
+/**
+ * event_type:transaction_id for a transaction's first attempt, event_type:transaction_id:N for attempt
+ * N ≥ 2: unique per event, so a retried transfer that fails again is not dropped by a deduplicating receiver.
+ */
+export function eventKey(type: EventType, txn: Pick<Transaction, 'id' | 'attempt'>): string {
+  return txn.attempt >= 2 ? `${type}:${txn.id}:${txn.attempt}` : `${type}:${txn.id}`;
+}
+
 /** The outbox record of a webhook event about `txn` (the spec's canonical payload, plus resource ids). */
 export function outboxEvent(
   ctx: HandlerContext,
   type: EventType,
-  txn: Pick<Transaction, 'id' | 'owner' | 'amountMinor' | 'currency' | 'customerId'>,
+  txn: Pick<Transaction, 'id' | 'owner' | 'amountMinor' | 'currency' | 'customerId' | 'attempt'>,
   data: Record<string, unknown>,
 ): WalEvent {
   const event: OutboxEvent = {
     id: ctx.mintId(),
     owner: txn.owner,
     type,
-    key: `${type}:${txn.id}`,
+    key: eventKey(type, txn),
     occurredAtMs: ctx.nowMs,
     data: { transaction_id: txn.id, amount_minor: txn.amountMinor, currency: txn.currency, customer_id: txn.customerId, ...data },
   };

@@ -8,7 +8,7 @@ import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Exchange, type ExchangeQuote, type Transaction } from '../state.ts';
-import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
+import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { openWallet } from './customers.ts';
 import { moveTransaction, newTransaction } from './transactions.ts';
 
@@ -84,18 +84,22 @@ export function createQuote(ctx: HandlerContext, cmd: Command & { k: 'fx.quote' 
 
 export function executeExchange(ctx: HandlerContext, cmd: Command & { k: 'fx.execute' }): Outcome {
   const quote = ctx.state.quotes.get(cmd.quoteId);
+  // A well-formed quote_id that names no quote is the spec's 400 VALIDATION ("invalid quote_id").
+  if (quote === undefined || envOf(quote.owner) !== envOf(cmd.owner)) return rejected(reject('VALIDATION', `quote_id ${cmd.quoteId} does not name an exchange quote.`));
   const denied = accessRejection(cmd, quote, 'exchange quote');
-  if (denied !== null || quote === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such exchange quote.'));
+  if (denied !== null) return rejected(denied);
+  if (cmd.customerId != null && cmd.customerId !== quote.customerId) return rejected(reject('NOT_FOUND', 'No such exchange quote for this customer.'));
   if (quote.usedBy !== null) return rejected(reject('CONFLICT', 'This quote has already been executed; request a new quote.'));
   if (ctx.nowMs >= quote.expiresAtMs) return rejected(reject('CONFLICT', `The quote expired at ${iso(quote.expiresAtMs)}; request a new quote.`));
   const customer = ctx.state.customers.get(quote.customerId)!;
   const fromWalletId = customer.wallets[quote.fromCurrency];
   const fromWallet = fromWalletId === undefined ? undefined : walletOf(ctx.state, fromWalletId);
+  // LIMIT_EXCEEDED is decided before INSUFFICIENT_FUNDS, everywhere.
+  const over = limitRejection(customer, quote.fromCurrency, quote.fromAmountMinor, ctx.nowMs);
+  if (over !== null) return rejected(over);
   if (fromWallet === undefined || !canDebit(fromWallet, quote.fromAmountMinor)) {
     return rejected(reject('INSUFFICIENT_FUNDS', `The ${quote.fromCurrency} wallet cannot cover ${quote.fromAmountMinor}.`));
   }
-  const over = limitRejection(customer, quote.fromCurrency, quote.fromAmountMinor, ctx.nowMs);
-  if (over !== null) return rejected(over);
   const events: WalEvent[] = [];
   let toWalletId = customer.wallets[quote.toCurrency];
   if (toWalletId === undefined) {
@@ -113,8 +117,11 @@ export function executeExchange(ctx: HandlerContext, cmd: Command & { k: 'fx.exe
     reference: quote.id,
     paymentId: null,
   });
+  const exchangeId = ctx.mintId();
+  // The transaction shows both legs and links the exchange.
+  txn.exchange = { id: exchangeId, toAmountMinor: quote.toAmountMinor, toCurrency: quote.toCurrency };
   const exchange: Exchange = {
-    id: ctx.mintId(),
+    id: exchangeId,
     owner: cmd.owner,
     customerId: customer.id,
     quoteId: quote.id,

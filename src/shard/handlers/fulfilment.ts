@@ -32,9 +32,11 @@ function orderOf(ctx: HandlerContext, id: string): ServiceOrder | undefined {
 export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, event: 'payment.settled' | 'retry.dispatch'): { events: WalEvent[]; effects: Effect[] } | null {
   const attempt = order.dispatchAttempt + 1;
   const providerReference = `SVC-${order.id.slice(-12)}-${attempt}`;
-  const moved = moveOrder(order, { type: event, atMs: ctx.nowMs }, { providerReference, dispatchAttempt: attempt });
+  // A payer quick enough to settle before the collection-opened step committed: open it in this record.
+  const opened = order.status === 'pending' && event === 'payment.settled' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
+  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: event, atMs: ctx.nowMs }, { providerReference, dispatchAttempt: attempt });
   if (moved === null) return null;
-  const events: WalEvent[] = [moved];
+  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
   const txn = ctx.state.transactions.get(order.transactionId)!;
   if (txn.status === 'pending') events.push(moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs })!);
   return { events, effects: [later(ctx, order, partition, { k: 'order.rail', id: order.id, attempt }, ctx.railLatencyMs)] };

@@ -13,11 +13,11 @@ import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
 import { checkoutUrl, paymentView } from '../views.ts';
-import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { methodsFor, sandboxAccountNumber } from './payments.ts';
 import { moveTransaction, newTransaction, movePayment, releaseUsage } from './transactions.ts';
 import type { FailureCode, TransactionEvent } from '../../../machines/transaction.machine.ts';
-import { boundQuote, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
+import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -53,6 +53,7 @@ export function orderView(o: ServiceOrder): object {
     pricing_snapshot: o.pricingSnapshot,
     metadata: o.metadata,
     customer_id: o.customerId,
+    status_history: (o.history ?? []).map((h) => ({ status: h.status, at: iso(h.atMs) })),
     created_at: iso(o.createdAtMs),
     updated_at: iso(o.updatedAtMs),
   };
@@ -89,7 +90,9 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
   const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
-  const pricing = req.quoteId === null ? priceService(customer, svc, req) : boundQuote(ctx, cmd, req, req.quoteId);
+  const recipient = orderRecipient(svc, req, req.validationSnapshot ?? null);
+  if (isRejection(recipient)) return rejected(recipient);
+  const pricing = req.quoteId === null ? priceService(customer, svc, req) : boundQuote(ctx, cmd, req, req.quoteId, recipient);
   if (isRejection(pricing)) return rejected(pricing);
   if (req.quoteId === null && pricing.crossCurrency) {
     return rejected(reject('FX_QUOTE_UNAVAILABLE', `The customer pays in ${pricing.sourceCurrency} for a ${pricing.destinationCurrency} service: quote first and send quote_id.`));
@@ -98,6 +101,8 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   if (!(SERVICE_PAYMENT_METHODS as readonly string[]).includes(req.paymentMethod) || method === undefined || !method.selectable) {
     return rejected(reject('METHOD_NOT_SELECTABLE', `payment_method ${req.paymentMethod} cannot pay for services for this customer.`));
   }
+  const bounds = methodBoundsRejection(customer, req.paymentMethod, pricing.customerAmountMinor);
+  if (bounds !== null) return rejected(bounds);
   const over = limitRejection(customer, pricing.sourceCurrency, pricing.customerAmountMinor, ctx.nowMs);
   if (over !== null) return rejected(over);
   const walletId = customer.wallets[pricing.sourceCurrency];
@@ -148,10 +153,10 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
     providerCostMinor: req.providerCostMinor,
     currency: pricing.sourceCurrency,
     destinationCurrency: pricing.destinationCurrency,
-    operatorCode: req.operatorCode,
-    meterType: req.meterType,
-    accountRef: req.accountRef,
-    phone: req.phone,
+    operatorCode: recipient.operatorCode,
+    meterType: recipient.meterType,
+    accountRef: recipient.accountRef,
+    phone: recipient.phone,
     productCode: req.productCode,
     providerReference: null,
     idempotencyKey: req.idempotencyKey,
@@ -169,20 +174,20 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
     },
     metadata: req.metadata,
     dispatchAttempt: 0,
+    history: [{ status: 'pending', atMs: ctx.nowMs }],
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
   };
-  const opened = moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs });
-  assert(opened !== null, 'orders: a new order accepts payment.opened');
   const events: WalEvent[] = [
     { t: 'txn.created', txn: serviceTxn },
     { t: 'txn.created', txn: paymentTxn },
     { t: 'payment.created', payment },
     { t: 'order.created', order },
-    opened,
     usageEvent(customer, pricing.sourceCurrency, pricing.customerAmountMinor, ctx.nowMs),
   ];
-  const effects: Effect[] = [];
+  // The order is answered pending with its payment attempt; opening the collection is its own
+  // committed step (pending → awaiting_payment), taken as soon as this record is durable.
+  const effects: Effect[] = [{ afterMs: 0, cmd: { k: 'order.open', id: orderId, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } }];
   if (req.paymentMethod === 'wallet') {
     // The inline debit: held now, posted or released with the fulfilment outcome.
     const holdId = ctx.mintId();
@@ -194,13 +199,29 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
       submitted,
       paymentMoved,
     );
-    effects.push({ afterMs: ctx.railLatencyMs, cmd: { k: 'order.paid', id: orderId, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } });
   }
   return {
     events,
     reply: (state) => okReply(201, createResponse(state.orders.get(orderId)!, state.payments.get(paymentId)!)),
     effects,
   };
+}
+
+/**
+ * Opens the order's collection: pending → awaiting_payment. A wallet's debit is already held (inline);
+ * the rail confirms it after its latency (order.paid). A card or bank-transfer order waits for the payer.
+ */
+export function openOrder(ctx: HandlerContext, cmd: Command & { k: 'order.open' }): Outcome {
+  const order = ctx.state.orders.get(cmd.id);
+  if (order === undefined || order.status !== 'pending') return stale('order is not pending');
+  const payment = ctx.state.payments.get(order.paymentId);
+  if (payment === undefined || payment.status === 'failed') return stale('the order’s payment is no longer open');
+  const opened = moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs });
+  assert(opened !== null, 'orders: a pending order accepts payment.opened');
+  const effects: Effect[] = payment.method === 'wallet'
+    ? [{ afterMs: ctx.railLatencyMs, cmd: { k: 'order.paid', id: order.id, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } }]
+    : [];
+  return { events: [opened], reply: () => okReply(200, {}), effects };
 }
 
 /** Another customer's, account's or environment's order does not exist for the caller (404, as the spec says). */
@@ -213,7 +234,10 @@ export function orderFor(ctx: HandlerContext, cmd: Command, id: string): Service
 
 export function getOrder(ctx: HandlerContext, cmd: Command & { k: 'order.get' }): Outcome {
   const order = orderFor(ctx, cmd, cmd.id);
-  if (order === undefined) return rejected(reject('NOT_FOUND', 'No such service order for this customer.'));
+  // Reads are scoped to the customer named: another customer's order, even of the same account, is 404.
+  if (order === undefined || (cmd.customerId != null && cmd.customerId !== order.customerId)) {
+    return rejected(reject('NOT_FOUND', 'No such service order for this customer.'));
+  }
   return { events: [], reply: () => okReply(200, cmd.projection === 'status' ? orderStatusView(order) : orderView(order)) };
 }
 
@@ -248,10 +272,12 @@ export function cancelOrderEvents(ctx: HandlerContext, order: ServiceOrder): Wal
  * purchase, its service transaction fails with the payment's code. Usage was given back with the payment.
  */
 export function orderPaymentFailedEvents(ctx: HandlerContext, order: ServiceOrder, failure: { code: FailureCode; message: string }): WalEvent[] {
-  const moved = moveOrder(order, { type: 'payment.failed', atMs: ctx.nowMs });
+  // A collection that failed before the opened step committed: open the order in this same record first.
+  const opened = order.status === 'pending' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
+  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: 'payment.failed', atMs: ctx.nowMs });
   if (moved === null) return [];
   const txn = ctx.state.transactions.get(order.transactionId)!;
-  const events: WalEvent[] = [moved];
+  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
   const txnMoved = moveTransaction(txn, { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure: { code: failure.code, stage: 'collection', message: failure.message } });
   if (txnMoved !== null) events.push(txnMoved);
   events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: 'collection' } }));

@@ -93,6 +93,9 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   let walletId: string;
   if (method === 'wallet') {
     const wallet = existingWalletId === undefined ? undefined : walletOf(ctx.state, existingWalletId);
+    // LIMIT_EXCEEDED is decided before INSUFFICIENT_FUNDS, everywhere.
+    const over = limitRejection(customer, body.currency, body.amountMinor, ctx.nowMs);
+    if (over !== null) return rejected(over);
     if (wallet === undefined || !canDebit(wallet, body.amountMinor)) {
       return rejected(reject('INSUFFICIENT_FUNDS', `The ${body.currency} wallet cannot cover ${body.amountMinor}.`));
     }

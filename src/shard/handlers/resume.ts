@@ -38,6 +38,10 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
     const at = base(order.owner, order.updatedAtMs);
     const payment = state.payments.get(order.paymentId);
     switch (order.status) {
+      case 'pending':
+        // Created, but its collection not yet opened when the process stopped.
+        effects.push({ afterMs: 0, cmd: { k: 'order.open', id: order.id, ...at } });
+        break;
       case 'awaiting_payment':
         if (payment?.method === 'wallet') effects.push({ afterMs: 0, cmd: { k: 'order.paid', id: order.id, ...at } });
         break;

@@ -6,13 +6,16 @@
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { costInSourceMinor, formatRate } from '../../catalogue/fx.ts';
-import { purchaseRejection } from '../../catalogue/services-resolve.ts';
+import { accountRefProblem, purchaseRejection } from '../../catalogue/services-resolve.ts';
+import { validatePhone } from '../../catalogue/services-phone.ts';
+import { checkRecipient, snapshotRejection, type ValidationSnapshot } from '../../catalogue/services-recipient.ts';
 import {
   acceptedPaymentMethods,
   countryService,
   findOperator,
   findPlan,
   isServiceCode,
+  marketService,
   promotionDiscountMinor,
   serviceFeeMinor,
   variantsOf,
@@ -21,12 +24,15 @@ import {
 import type { Command, ServiceRequest } from '../protocol.ts';
 import type { Customer, ServiceQuote } from '../state.ts';
 import { customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
+import { methodsFor } from './payments.ts';
 
 export const SERVICE_QUOTE_TTL_MS = 300_000;
 export const SERVICE_PAYMENT_METHODS = ['wallet', 'card', 'bank_transfer'] as const;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export interface Pricing {
+  /** The payment method whose fee this prices; a quote binds it. */
+  paymentMethod: string;
   sourceCurrency: string;
   destinationCurrency: string;
   convertedAmountMinor: number;
@@ -61,9 +67,6 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
   if (req.meterType !== null && !variants.some((v) => v.code === req.meterType)) return reject('VALIDATION', `meter_type ${req.meterType} is not a variant here.`);
   if (!options.forOrder) return svc;
   if (variants.length > 0 && req.meterType === null) return reject('VALIDATION', `meter_type is required (${variants.map((v) => v.code).join(', ')}).`);
-  if (svc.recipient === 'phone' ? req.phone === null && req.accountRef === null : req.accountRef === null) {
-    return reject('VALIDATION', svc.recipient === 'phone' ? 'phone is required.' : 'account_ref is required.');
-  }
   if (svc.pricing === 'fixed') {
     if (options.productCode == null) return reject('VALIDATION', 'product_code is required for a fixed-price service.');
     const plan = findPlan(req.countryCode, svc.code, options.productCode);
@@ -75,6 +78,89 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
 }
 
 /**
+ * The method a quote or order is priced for: the one named, else the first the service accepts that
+ * this customer can use. A method the customer cannot use is refused here, at quote time, not when the
+ * order that relies on the quote arrives.
+ */
+function pricedMethod(customer: Customer, svc: CountryService, named: string | null): string | Rejection {
+  const usable = new Set(methodsFor(customer).filter((m) => m.selectable).map((m) => m.method));
+  const accepted = acceptedPaymentMethods(svc.country, svc.code).filter((m) => (SERVICE_PAYMENT_METHODS as readonly string[]).includes(m));
+  if (named === null) {
+    const first = accepted.find((m) => usable.has(m));
+    return first ?? reject('METHOD_NOT_SELECTABLE', `No payment method of ${svc.code} in ${svc.country} is open to this customer.`);
+  }
+  if (!accepted.includes(named) || !usable.has(named)) return reject('METHOD_NOT_SELECTABLE', `payment_method ${named} cannot pay for ${svc.code} for this customer.`);
+  return named;
+}
+
+/** The method's min_amount_minor / max_amount_minor (customer's country, paying currency) bound what the customer pays. */
+export function methodBoundsRejection(customer: Customer, method: string, customerAmountMinor: number): Rejection | null {
+  const rule = methodsFor(customer).find((m) => m.method === method);
+  if (rule === undefined) return null;
+  if (rule.min_amount_minor !== null && customerAmountMinor < rule.min_amount_minor) {
+    return reject('VALIDATION', `customer_amount_minor ${customerAmountMinor} is below the ${method} minimum of ${rule.min_amount_minor}.`);
+  }
+  if (rule.max_amount_minor !== null && customerAmountMinor > rule.max_amount_minor) {
+    return reject('VALIDATION', `customer_amount_minor ${customerAmountMinor} is above the ${method} maximum of ${rule.max_amount_minor}.`);
+  }
+  return null;
+}
+
+/** The recipient as an order stores it: phone in E.164 for phone services, account_ref as checked. */
+export interface OrderRecipient {
+  phone: string | null;
+  accountRef: string | null;
+  operatorCode: string;
+  meterType: string | null;
+}
+
+/**
+ * The recipient checks of validate, applied to an order (422 VALIDATION_ERROR), then the rail's verdict
+ * from validation_snapshot when it is about this recipient. The operator is derived from the number
+ * (airtime, data) or the only operator when not named; a missing one is 400 VALIDATION.
+ */
+export function orderRecipient(svc: CountryService, req: ServiceRequest & { productCode: string | null }, snapshot: ValidationSnapshot | null): OrderRecipient | Rejection {
+  const service = marketService(svc.country, svc.code);
+  if (service === undefined) return reject('SERVICE_UNAVAILABLE', `${svc.code} is not offered in ${svc.country}.`);
+  const phoneService = service.recipient === 'phone';
+  const raw = phoneService ? req.phone ?? req.accountRef : req.accountRef;
+  if (raw === null) return reject('VALIDATION', phoneService ? 'phone is required.' : 'account_ref is required.');
+  const checked = checkRecipient(service, { recipient: raw, operatorCode: req.operatorCode, meterType: req.meterType, productCode: req.productCode, missingCode: 'VALIDATION' });
+  if (isRejection(checked)) return checked;
+  if (phoneService && req.phone !== null && req.accountRef !== null && validatePhone(req.accountRef, svc.country, svc.code).normalized !== checked.recipient) {
+    return reject('VALIDATION_ERROR', 'phone and account_ref name different numbers; send one recipient.');
+  }
+  const refused = snapshotRejection(service, checked.recipient, snapshot);
+  if (refused !== null) return refused;
+  return {
+    phone: phoneService ? checked.recipient : req.phone,
+    accountRef: phoneService ? (req.accountRef === null ? null : checked.recipient) : checked.recipient,
+    operatorCode: checked.operatorCode,
+    meterType: checked.meterType,
+  };
+}
+
+/** A quote's recipient, when it names one: checked like validate does and kept normalised, so binding compares like with like. */
+function quoteRecipient(svc: CountryService, req: ServiceRequest): { phone: string | null; accountRef: string | null } | Rejection {
+  const service = marketService(svc.country, svc.code);
+  if (service === undefined) return reject('SERVICE_UNAVAILABLE', `${svc.code} is not offered in ${svc.country}.`);
+  const normalise = (value: string | null): string | null | Rejection => {
+    if (value === null) return null;
+    if (service.recipient !== 'phone') {
+      const problem = accountRefProblem(service, value.trim());
+      return problem === null ? value.trim() : reject('VALIDATION_ERROR', problem);
+    }
+    const phone = validatePhone(value, svc.country, svc.code);
+    return phone.normalized ?? reject('VALIDATION_ERROR', `phone is not a reachable ${svc.country} mobile number: ${phone.messages.join(' ')}`);
+  };
+  const phone = service.recipient === 'phone' ? normalise(req.phone) : req.phone;
+  if (isRejection(phone)) return phone;
+  const accountRef = normalise(req.accountRef);
+  if (isRejection(accountRef)) return accountRef;
+  return { phone, accountRef };
+}
+
+/**
  * Fees and promotions are configured in the service country's currency and applied to the provider
  * cost there; for a customer paying in another currency every amount is then converted at the locked
  * rate (rounded up: the house never delivers value it was not paid for).
@@ -82,7 +168,8 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
 export function priceService(customer: Customer, svc: CountryService, req: ServiceRequest): Pricing | Rejection {
   const source = findCountry(customer.countryCode)?.currency_code ?? svc.currency;
   const cross = source !== svc.currency;
-  const method = req.paymentMethod ?? acceptedPaymentMethods(svc.country, svc.code)[0] ?? 'wallet';
+  const method = pricedMethod(customer, svc, req.paymentMethod);
+  if (isRejection(method)) return method;
   const baseFeeDest = serviceFeeMinor(svc.country, svc.code, method, req.providerCostMinor);
   let discountDest = 0;
   if (req.promotionCode !== null) {
@@ -93,7 +180,10 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
   const toSource = (amountMinor: number): number => (!cross || amountMinor === 0 ? amountMinor : costInSourceMinor(amountMinor, svc.currency, source).amountMinor);
   const converted = toSource(req.providerCostMinor);
   const fee = toSource(baseFeeDest - discountDest);
+  const bounds = methodBoundsRejection(customer, method, converted + fee);
+  if (bounds !== null) return bounds;
   return {
+    paymentMethod: method,
     sourceCurrency: source,
     destinationCurrency: svc.currency,
     convertedAmountMinor: converted,
@@ -134,6 +224,8 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   if (isRejection(customer)) return rejected(customer);
   const svc = serviceRejection(customer, req, { forOrder: false, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
+  const recipient = quoteRecipient(svc, req);
+  if (isRejection(recipient)) return rejected(recipient);
   const pricing = priceService(customer, svc, req);
   if (isRejection(pricing)) return rejected(pricing);
   const quote: ServiceQuote = {
@@ -151,9 +243,9 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
     fxRate: pricing.fxRate,
     promotionCode: req.promotionCode,
     promotionDiscountMinor: pricing.discountMinor,
-    paymentMethod: req.paymentMethod,
-    phone: req.phone,
-    accountRef: req.accountRef,
+    paymentMethod: pricing.paymentMethod,
+    phone: recipient.phone,
+    accountRef: recipient.accountRef,
     expiresAtMs: ctx.nowMs + SERVICE_QUOTE_TTL_MS,
     usedBy: null,
     createdAtMs: ctx.nowMs,
@@ -162,7 +254,7 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
 }
 
 /** The locked pricing of a quote for this order, or why the quote cannot be used. */
-export function boundQuote(ctx: HandlerContext, cmd: Command, req: ServiceRequest, quoteId: string): Pricing | Rejection {
+export function boundQuote(ctx: HandlerContext, cmd: Command, req: ServiceRequest, quoteId: string, recipient: Pick<OrderRecipient, 'phone' | 'accountRef'>): Pricing | Rejection {
   const quote = ctx.state.serviceQuotes.get(quoteId);
   if (quote === undefined || quote.owner !== cmd.owner || quote.customerId !== req.customerId) {
     return reject('QUOTE_MISMATCH', 'quote_id does not name a quote of this customer.');
@@ -174,11 +266,13 @@ export function boundQuote(ctx: HandlerContext, cmd: Command, req: ServiceReques
     quote.countryCode !== req.countryCode ||
     quote.providerCostMinor !== req.providerCostMinor ||
     quote.destinationCurrency !== req.currency ||
+    // A quote binds the method whose fee it priced (quotes made before this rule may have none).
     (quote.paymentMethod !== null && quote.paymentMethod !== req.paymentMethod) ||
-    (quote.phone !== null && quote.phone !== req.phone) ||
-    (quote.accountRef !== null && quote.accountRef !== req.accountRef);
+    (quote.phone !== null && quote.phone !== recipient.phone) ||
+    (quote.accountRef !== null && quote.accountRef !== recipient.accountRef && quote.accountRef !== recipient.phone);
   if (mismatch) return reject('QUOTE_MISMATCH', 'The quote does not match this order’s service, country, amount, method or recipient; re-quote.');
   return {
+    paymentMethod: req.paymentMethod ?? quote.paymentMethod ?? '',
     sourceCurrency: quote.sourceCurrency,
     destinationCurrency: quote.destinationCurrency,
     convertedAmountMinor: quote.convertedAmountMinor,

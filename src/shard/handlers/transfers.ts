@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { accountNumberValid, destinationName, payoutFeeMinor } from '../../catalogue/payouts.ts';
+import { costInSourceMinor } from '../../catalogue/fx.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
@@ -185,14 +186,17 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
     return reject('VALIDATION', 'beneficiary_id does not name a verified beneficiary of this customer.');
   }
   if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
-  const fee = payoutFeeMinor(beneficiary.type, b.currency, b.amountMinor);
-  if (fee === undefined) return reject('VALIDATION', `${beneficiary.type} payouts in ${b.currency} are not offered.`);
   if (beneficiary.type === 'wallet' && (beneficiary.currency !== b.currency || b.quoteId !== null)) {
     return reject('VALIDATION', 'A wallet transfer is in the wallet’s own currency, without a quote.');
   }
   if (beneficiary.currency === b.currency) {
+    const fee = payoutFeeMinor(beneficiary.type, b.currency, b.amountMinor);
+    if (fee === undefined) return reject('VALIDATION', `${beneficiary.type} payouts in ${b.currency} are not offered.`);
     if (b.quoteId !== null) return reject('VALIDATION', 'quote_id is only for cross-border transfers.');
     return { beneficiary, fee, destinationAmountMinor: b.amountMinor, destinationCurrency: b.currency };
+  }
+  if (payoutFeeMinor(beneficiary.type, beneficiary.currency, 1) === undefined) {
+    return reject('VALIDATION', `${beneficiary.type} payouts in ${beneficiary.currency} are not offered.`);
   }
   if (b.quoteId === null) return reject('FX_QUOTE_UNAVAILABLE', `The beneficiary is paid in ${beneficiary.currency}: send a live quote_id for ${b.currency} → ${beneficiary.currency}.`);
   const quote = ctx.state.quotes.get(b.quoteId);
@@ -201,7 +205,18 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
   if (quote.fromCurrency !== b.currency || quote.toCurrency !== beneficiary.currency || quote.fromAmountMinor !== b.amountMinor) {
     return reject('VALIDATION', 'The quote does not match this transfer’s currencies and amount.');
   }
-  return { beneficiary, fee, destinationAmountMinor: quote.toAmountMinor, destinationCurrency: quote.toCurrency };
+  return { beneficiary, fee: crossBorderFeeMinor(beneficiary, quote.toAmountMinor, b.currency), destinationAmountMinor: quote.toAmountMinor, destinationCurrency: quote.toCurrency };
+}
+
+/**
+ * A cross-border payout runs on the destination's rail, so its fee is priced there: the rail's fee in
+ * the beneficiary's currency on the amount delivered, converted into the transfer's currency at mid
+ * plus spread, rounded up (the house never pays a rail fee it was not paid for). Held with the amount.
+ */
+function crossBorderFeeMinor(beneficiary: Beneficiary, destinationAmountMinor: number, sourceCurrency: string): number {
+  const railFee = payoutFeeMinor(beneficiary.type, beneficiary.currency, destinationAmountMinor);
+  assert(railFee !== undefined, 'transfers: the rail currency was checked to have a fee');
+  return railFee === 0 ? 0 : costInSourceMinor(railFee, beneficiary.currency, sourceCurrency).amountMinor;
 }
 
 export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.create' }): Outcome {
@@ -210,13 +225,14 @@ export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
   if (isRejection(customer)) return rejected(customer);
   const checked = transferRejection(ctx, cmd);
   if (isRejection(checked)) return rejected(checked);
+  // LIMIT_EXCEEDED is decided before INSUFFICIENT_FUNDS, everywhere.
+  const over = limitRejection(customer, b.currency, b.amountMinor, ctx.nowMs);
+  if (over !== null) return rejected(over);
   const walletId = customer.wallets[b.currency];
   const wallet = walletId === undefined ? undefined : walletOf(ctx.state, walletId);
   if (wallet === undefined || !canDebit(wallet, b.amountMinor + checked.fee)) {
     return rejected(reject('INSUFFICIENT_FUNDS', `The ${b.currency} wallet cannot cover ${b.amountMinor} plus the ${checked.fee} fee.`));
   }
-  const over = limitRejection(customer, b.currency, b.amountMinor, ctx.nowMs);
-  if (over !== null) return rejected(over);
   const transferId = ctx.mintId();
   const txn = newTransaction(ctx, {
     owner: cmd.owner,
@@ -390,6 +406,9 @@ export function reconcileTransfer(ctx: HandlerContext, cmd: Command & { k: 'tran
 export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
   const transfer = ctx.state.transfers.get(txn.transferId!)!;
   const customer = ctx.state.customers.get(transfer.customerId)!;
+  // A new attempt counts against today's limits like a new transfer would (and before the funds check).
+  const over = limitRejection(customer, transfer.currency, transfer.amountMinor, ctx.nowMs);
+  if (over !== null) return over;
   const wallet = walletOf(ctx.state, customer.wallets[transfer.currency] ?? '');
   if (wallet === undefined || !canDebit(wallet, transfer.amountMinor + transfer.feeMinor)) {
     return reject('INSUFFICIENT_FUNDS', `The ${transfer.currency} wallet cannot cover the retried transfer and its fee.`);
