@@ -150,7 +150,8 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   let replayed = 0;
   for (const report of reports) {
     for (const [owner, email, phone, id] of report.customers) customers.restore(owner, email, phone, id);
-    for (const [hash, partition] of report.idempotencyScopes) idempotency.restore(hash, partition);
+    const pairs = report.idempotencyScopes;
+    for (let i = 0; i + 1 < pairs.length; i += 2) idempotency.restore(pairs[i]!, pairs[i + 1]!);
     replayed += report.recovered.replayed;
     if (report.recovered.cut > 0) log(`shard ${report.shard}: cut ${report.recovered.cut} torn WAL record(s) at the tail`);
   }

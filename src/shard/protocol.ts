@@ -113,8 +113,8 @@ export interface IndexMessage {
   type: 'ready';
   shard: number;
   customers: Array<[owner: Owner, email: string, phone: string, id: string]>;
-  /** Every stored idempotency key as (hash of its scope, partition). */
-  idempotencyScopes: Array<[hash: number, partition: number]>;
+  /** Every stored idempotency key as flat pairs [hash of its scope, partition, …]. */
+  idempotencyScopes: Float64Array;
   recovered: { replayed: number; cut: number; lastLsn: number };
 }
 

@@ -79,17 +79,31 @@ function runEffect(effect: Effect): void {
   }, effect.afterMs).unref();
 }
 
+/**
+ * Commands that only read. A batch runs them first, before any of its writes, so what they see is
+ * exactly the committed state, and their replies leave before the batch's fsync.
+ */
+const READ_KINDS = new Set<Command['k']>(['customer.get', 'wallet.get', 'txn.get', 'payment.get', 'payment.methods', 'transfer.get', 'beneficiary.get', 'order.get', 'customer.secret', 'wallet.resolve']);
+
 function flush(): void {
   flushScheduled = false;
-  const batch = queue.splice(0, data.batchCommandsMax);
+  const taken = queue.splice(0, data.batchCommandsMax);
+  const batch = [...taken.filter((item) => READ_KINDS.has(item.cmd.k)), ...taken.filter((item) => !READ_KINDS.has(item.cmd.k))];
   const records: Array<{ partition: number; body: string }> = [];
   const replies: Array<{ n: number; reply: StoredReply }> = [];
+  const early: Array<{ n: number; reply: StoredReply }> = [];
   const effects: Effect[] = [];
   const outbox: OutboxEvent[] = [];
   const lsnBase = store.lsnNext;
   for (const item of batch) {
     const ctx = contextFor(item.cmd);
     const executed = execute(ctx, item.cmd);
+    // Until this batch has recorded anything, state is what the last commit made durable: a read's
+    // reply may leave now. (A "read" that did change something is answered after the commit.)
+    if (records.length === 0 && READ_KINDS.has(item.cmd.k) && executed.events.length === 0 && executed.effects.length === 0) {
+      if (item.n >= 0) early.push({ n: item.n, reply: executed.reply });
+      continue;
+    }
     if (executed.events.length > 0) {
       records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
       passivation.note(ctx.state, lsnBase + records.length - 1);
@@ -98,6 +112,7 @@ function flush(): void {
     if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
     effects.push(...executed.effects);
   }
+  if (early.length > 0) post({ type: 'replies', items: early });
   // The one durable step of the tick: WAL records, the cold rows of what they finished and their
   // idempotency records, in one sqlite transaction. If it throws (disk full, I/O error) the worker
   // dies before any reply is sent, and the front end answers 5xx; a restart replays what reached disk.

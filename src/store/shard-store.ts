@@ -109,7 +109,7 @@ export class ShardStore implements ColdReader {
           fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT,
           at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS idem_age ON idem (partition, owner, at_ms);
-        CREATE INDEX IF NOT EXISTS idem_h ON idem (h);
+        CREATE INDEX IF NOT EXISTS idem_ph ON idem (partition, h);
       `);
     }
     const last = this.db.prepare('SELECT max(lsn) AS lsn, max(batch) AS batch FROM wal').get() as {
@@ -214,14 +214,24 @@ export class ShardStore implements ColdReader {
     return record;
   }
 
-  /** Every stored idempotency key of these partitions, as (hash, partition), for the front end's index. */
-  idemHashes(partitions: readonly number[]): Array<[number, number]> {
-    const out: Array<[number, number]> = [];
-    if (!this.tiered) return out;
-    const rows = this.stmt('SELECT h, partition FROM idem').raw().iterate() as IterableIterator<[number, number]>;
-    const mine = new Set(partitions);
-    for (const row of rows) if (mine.has(row[1])) out.push(row);
-    return out;
+  /**
+   * Every stored idempotency key of these partitions for the front end's index, as flat pairs
+   * [hash, partition, hash, partition, …]: read from the (partition, h) index one plucked column at a
+   * time, since a million row objects cost seconds at start-up.
+   */
+  idemHashes(partitions: readonly number[]): Float64Array {
+    if (!this.tiered) return new Float64Array(0);
+    const counts = partitions.map((p) => this.stmt('SELECT count(*) FROM idem WHERE partition = ?').pluck().get(p) as number);
+    const out = new Float64Array(2 * counts.reduce((a, b) => a + b, 0));
+    let at = 0;
+    for (const partition of partitions) {
+      for (const h of this.stmt('SELECT h FROM idem WHERE partition = ?').pluck().iterate(partition) as IterableIterator<number>) {
+        if (at >= out.length) break; // a row added since counting (not at start-up, where nothing writes)
+        out[at++] = h;
+        out[at++] = partition;
+      }
+    }
+    return out.subarray(0, at);
   }
 
   /**
