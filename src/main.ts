@@ -6,6 +6,17 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startApp } from './app.ts';
 import { createLogging } from './ops/logger.ts';
 
+// Stacks in the log point at src/*.ts lines, not at the bundle (dist/main.js.map).
+process.setSourceMapsEnabled(true);
+
+// A stop asked for during recovery is honoured as soon as the server is up (nothing is lost meanwhile).
+let stopAsked: string | null = null;
+let stop = (signal: string): void => {
+  stopAsked ??= signal;
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+
 let config: Readonly<Config>;
 try {
   config = loadConfig();
@@ -24,7 +35,7 @@ try {
   }
   logging.info(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s))`, { port: app.port, data_dir: config.dataDir, shards: app.shards });
   let stopping = false;
-  const stop = (signal: string): void => {
+  stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     const started = Date.now();
@@ -42,8 +53,7 @@ try {
       },
     );
   };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  if (stopAsked !== null) stop(stopAsked);
 } catch (error) {
   const message = (error as Error).message;
   logging.flush();
