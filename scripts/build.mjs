@@ -44,7 +44,7 @@ const common = {
   outdir: dist,
 };
 const started = Date.now();
-fs.rmSync(dist, { recursive: true, force: true });
+// Files are overwritten in place (no rm first): a test process may be reading dist/ meanwhile.
 await build({ ...common, entryPoints: { main: path.join(root, 'src/main.ts'), kobo: path.join(root, 'src/cli/kobo.ts') } });
 await build({ ...common, entryPoints: { 'worker-entry': path.join(root, 'src/shard/worker.ts') }, outExtension: { '.js': '.mjs' } });
 process.stderr.write(`kobo: built dist/ in ${Date.now() - started} ms\n`);
