@@ -30,7 +30,7 @@ export class Metrics {
         queueDepths().forEach((depth, shard) => this.set({ shard: String(shard) }, depth));
       },
     });
-    collectDefaultMetrics({ register: this.registry, prefix: 'kobo_process_' });
+    collectDefaultMetrics({ register: this.registry, prefix: 'kobo_' });
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
