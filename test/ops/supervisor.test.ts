@@ -68,7 +68,7 @@ test('SIGTERM to the `npm start` PID: in-flight requests answered, every process
   entryArgs('main'); // builds dist/ when stale, so npm's prestart has nothing to do
   const key = secretKey();
   const dataDir = tempDataDir('kobo-npm-start');
-  const drainMs = 3_000;
+  const drainMs = 1_500;
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KOBO_DATA_DIR: dataDir, KOBO_SHARDS: '2', KOBO_API_KEYS: key, KOBO_DRAIN_MS: String(drainMs) },
