@@ -220,7 +220,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
     bodyBytesMax: config.bodyBytesMax,
     clockOf: (owner) => clocks.offsetOf(owner),
-    log,
+    // Without a structured logger (benches, embedding) the stack is kept in the line itself.
+    log: (message, fields) => (logging === undefined ? log(`${message}\n${(fields?.err as Error | undefined)?.stack ?? ''}`) : logging.error(message, fields?.err, fields)),
     onResponse: (done) => {
       metrics.request(done.method, done.route, done.status, done.durationMs / 1000);
       logging?.logger.info({ req_id: done.requestId, method: done.method, route: done.route || null, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip }, 'request');

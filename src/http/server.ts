@@ -20,7 +20,8 @@ export interface ServerDeps {
   rateLimiter: RateLimiter;
   bodyBytesMax: number;
   clockOf: (owner: string) => number;
-  log: (message: string) => void;
+  /** Faults inside the server (the stack stays here; the client gets a request id). */
+  log: (message: string, fields?: Record<string, unknown>) => void;
   /** Called once per answered request (request log, metrics); `route` is the matched template or ''. */
   onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string }) => void;
 }
@@ -178,7 +179,7 @@ export class HttpServer {
       reply = outcome.reply;
       rate = outcome.rate;
     } catch (error) {
-      this.deps.log(`request ${incoming.requestId} failed: ${(error as Error).stack ?? String(error)}`);
+      this.deps.log(`request ${incoming.requestId} failed: ${(error as Error).message}`, { req_id: incoming.requestId, route: incoming.route, err: error });
       reply = this.errorReply(reject('INTERNAL', 'An internal error occurred; it is safe to retry with the same Idempotency-Key.'));
     }
     this.send(res, incoming, reply, rate, false);
