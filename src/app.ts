@@ -2,6 +2,7 @@
 // HTTP front end. Main thread. Used by src/main.ts and by tests and benches that start a real server.
 // Invariant: the server listens only after every shard has recovered and the indexes are rebuilt.
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
@@ -114,6 +115,20 @@ function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log):
   return () => clearInterval(timer);
 }
 
+/**
+ * Fails fast when the port is taken, before recovery (which can take seconds on a large data dir) and
+ * before a data dir is created. The exclusive bind after recovery is still what guarantees it.
+ */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = net.createServer();
+  const free = await new Promise<boolean>((resolve) => {
+    probe.once('error', () => resolve(false));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+  if (!free) throw new Error(`cannot listen on ${host}:${port}: the port is in use (or the address is not this machine's); set PORT or HOST`);
+}
+
 /** KOBO_SHARDS when given; else the count an existing data dir was created with; else the default. */
 export function shardsFor(config: Readonly<Config>): number {
   if (config.shardsGiven || !fs.existsSync(path.join(config.dataDir, 'layout.json'))) return config.shards;
@@ -121,6 +136,7 @@ export function shardsFor(config: Readonly<Config>): number {
 }
 
 export async function startApp(config_: Readonly<Config>, log: Log, logging?: Logging): Promise<RunningApp> {
+  await assertPortFree(config_.host, config_.port);
   const config: Readonly<Config> = { ...config_, shards: shardsFor(config_) };
   const debug: Log = logging?.debug ?? (() => {});
   ensureLayout(config.dataDir, config.shards);
