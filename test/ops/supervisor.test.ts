@@ -101,6 +101,11 @@ test('SIGTERM to the `npm start` PID: in-flight requests answered, every process
     const inFlight = await Promise.all(customers.map((c, i) => halfSentPost(port, key, `drain-${i}-${Date.now()}`, JSON.stringify(c))));
     // One client never finishes its body: the drain must give up on it after KOBO_DRAIN_MS.
     const stuck = await halfSentPost(port, key, `stuck-${Date.now()}`, JSON.stringify({ name: 'Stuck', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' }));
+    // A keep-alive connection opened before the signal (as a load balancer's would be).
+    const probe = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => probe.once('connect', resolve).once('error', reject));
+    let probed = '';
+    probe.on('data', (chunk: Buffer) => (probed += chunk.toString()));
     await new Promise((resolve) => setTimeout(resolve, 200)); // the server has read every header
 
     const signalled = Date.now();
@@ -108,6 +113,11 @@ test('SIGTERM to the `npm start` PID: in-flight requests answered, every process
     await new Promise((resolve) => setTimeout(resolve, 300));
     // The listen socket is closed at once: new connections are refused while the drain runs.
     await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
+    // On a connection already open, readiness now says no: balancers stop sending here.
+    probe.write('GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await new Promise<void>((resolve) => probe.once('close', () => resolve()));
+    assert.match(probed, /^HTTP\/1\.1 503 /, probed);
+    assert.match(probed, /"code":"UNAVAILABLE"/);
     const replies = await Promise.all(inFlight.map((r) => r.finish()));
     for (const reply of replies) {
       assert.match(reply, /^HTTP\/1\.1 201 /, reply);
