@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureLayout, partitionsOf, shardFile } from '../src/shard/layout.ts';
 import { ShardStore } from '../src/store/shard-store.ts';
-import { recoverShard } from '../src/store/recovery.ts';
+import { recoverShard } from '../src/shard/recovery.ts';
 import { execute } from '../src/shard/dispatch.ts';
 import { mintId } from '../src/ids.ts';
 import type { Command } from '../src/shard/protocol.ts';
