@@ -3,6 +3,7 @@
 // offline and behind any firewall. Invariant: every path and method of the document appears once.
 
 interface Schema {
+  $ref?: string;
   type?: string | string[];
   properties?: Record<string, Schema>;
   required?: string[];
@@ -32,16 +33,28 @@ interface Operation {
 interface Document {
   info?: { title?: string; version?: string };
   paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, Schema> };
 }
 
 const DEPTH_MAX = 6;
+const REF_PREFIX = '#/components/schemas/';
+/** The document being rendered: renderDocsPage is synchronous, so $refs resolve against it. */
+let components: Record<string, Schema> = {};
+
+/** A `$ref` replaced by the component it names (unknown references stay as they are). */
+function deref(schema: Schema): Schema {
+  if (schema.$ref === undefined || !schema.$ref.startsWith(REF_PREFIX)) return schema;
+  return components[schema.$ref.slice(REF_PREFIX.length)] ?? schema;
+}
 
 function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /** One line per field: name, type, constraints; nested objects indented. */
-function typeOf(schema: Schema): string {
+function typeOf(schema_: Schema): string {
+  if (schema_.$ref !== undefined) return schema_.$ref.replace(REF_PREFIX, '');
+  const schema = schema_;
   if (schema.const !== undefined) return JSON.stringify(schema.const);
   if (schema.enum !== undefined) return schema.enum.map((v) => JSON.stringify(v)).join(' | ');
   const alternatives = schema.anyOf ?? schema.oneOf;
@@ -58,8 +71,9 @@ function typeOf(schema: Schema): string {
   return limits.length === 0 ? base : `${base} (${limits.join(', ')})`;
 }
 
-function fields(schema: Schema, depth = 0): string {
-  const target = schema.items !== undefined && schema.properties === undefined ? schema.items : schema;
+function fields(schema_: Schema, depth = 0): string {
+  const schema = deref(schema_);
+  const target = deref(schema.items !== undefined && schema.properties === undefined ? schema.items : schema);
   if (target.properties === undefined || depth > DEPTH_MAX) return '';
   const required = new Set(target.required ?? []);
   const rows = Object.entries(target.properties).map(([name, field]) => {
@@ -89,6 +103,7 @@ ${body === undefined ? '' : `<h4>Body (application/json)</h4>${fields(body) || `
 
 export function renderDocsPage(document: object): string {
   const doc = document as Document;
+  components = doc.components?.schemas ?? {};
   const title = `${doc.info?.title ?? 'kobo API'} ${doc.info?.version ?? ''}`.trim();
   const operations: Array<[string, string, Operation]> = [];
   for (const [path, methods] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(methods)) operations.push([method, path, op]);

@@ -117,6 +117,9 @@ test('GET /docs is a self-contained HTML reference listing every operation of /v
     }
   }
   assert.ok(operations > 30, `expected the whole API, got ${operations} operations`);
+  // Bodies and responses are expanded, $refs to components included: the transfer's fields are listed.
+  const transfer = docs.body.slice(docs.body.indexOf('POST</span> <code>/v1/transfers</code>'));
+  assert.match(transfer.slice(0, transfer.indexOf('</section>')), /<code>beneficiary_id<\/code>.*<code>destination_amount_minor<\/code>/s);
 });
 
 test('KOBO_METRICS_TOKEN: /metrics needs the bearer token; /healthz stays open', { timeout: 60_000 }, async () => {
