@@ -33,16 +33,16 @@ try {
     logging.flush();
     process.stdout.write(`\n  sandbox secret key (shown once, store it now): ${app.createdKey}\n\n`);
   }
-  logging.info(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s))`, { port: app.port, data_dir: config.dataDir, shards: app.shards });
+  logging.lifecycle(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s))`, { port: app.port, data_dir: config.dataDir, shards: app.shards });
   let stopping = false;
   stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     const started = Date.now();
-    logging.info(`${signal}: stopping (draining up to ${config.drainMs} ms, then snapshotting partitions)`);
+    logging.lifecycle(`${signal}: stopping (draining up to ${config.drainMs} ms, then snapshotting partitions)`);
     void app.stop().then(
       (cut) => {
-        logging.info(`stopped in ${Date.now() - started} ms`, { requests_cut: cut });
+        logging.lifecycle(`stopped in ${Date.now() - started} ms`, { requests_cut: cut });
         logging.flush();
         process.exit(0);
       },

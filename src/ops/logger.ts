@@ -10,6 +10,8 @@ export type Log = (message: string, fields?: LogFields) => void;
 export interface Logging {
   logger: Logger;
   info: Log;
+  /** Start and stop lines: written at every level but silent (supervisors and tests wait for them). */
+  lifecycle: Log;
   debug: Log;
   warn: Log;
   error: (message: string, error: unknown, fields?: LogFields) => void;
@@ -28,9 +30,11 @@ export function createLogging(level: Config['logLevel']): Logging {
     },
     destination,
   );
+  const lifecycle = logger.child({}, { level: level === 'silent' ? 'silent' : 'info' });
   return {
     logger,
     info: (message, fields) => logger.info(fields ?? {}, message),
+    lifecycle: (message, fields) => lifecycle.info(fields ?? {}, message),
     debug: (message, fields) => logger.debug(fields ?? {}, message),
     warn: (message, fields) => logger.warn(fields ?? {}, message),
     error: (message, error, fields) => logger.error({ ...fields, err: error }, message),

@@ -85,3 +85,13 @@ test('a restarted data dir keeps its recorded shard count when KOBO_SHARDS is no
     await again.stop();
   }
 });
+
+test('KOBO_LOG_LEVEL=warn: no request lines, but the start and stop lines a supervisor waits for remain', { timeout: 60_000 }, async () => {
+  const key = secretKey();
+  const server = await startServer({ keys: [key], shards: 1, env: { KOBO_LOG_LEVEL: 'warn' } });
+  assert.equal((await client(server.baseUrl, key)('GET', '/v1/test_helpers/clock')).status, 200);
+  await server.stop();
+  assert.match(server.output(), /"msg":"listening on http:\/\/127\.0\.0\.1:\d+/);
+  assert.match(server.output(), /"msg":"stopped in \d+ ms"/);
+  assert.doesNotMatch(server.output(), /"msg":"request"/);
+});
