@@ -2,11 +2,12 @@
 // HTTP front end. Main thread. Used by src/main.ts and by tests and benches that start a real server.
 // Invariant: the server listens only after every shard has recovered and the indexes are rebuilt.
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
 import { partitionOfId } from './ids.ts';
-import { ensureLayout } from './shard/layout.ts';
+import { ensureLayout, readLayout } from './shard/layout.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret } from './store/control-store.ts';
 import { Authenticator } from './http/auth.ts';
@@ -31,15 +32,28 @@ import { WebhookStore } from './webhooks/store.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
 import { buildOpenApi, openApiRoute } from './api/openapi.ts';
+import { Metrics } from './metrics/metrics.ts';
+import { opsRoutes } from './ops/routes.ts';
+import { renderDocsPage } from './ops/docs-page.ts';
+import type { Logging } from './ops/logger.ts';
 
 export interface RunningApp {
   port: number;
   /** The sandbox key created on first start when none was configured (shown once). */
   createdKey: string | null;
-  stop: () => Promise<void>;
+  /** The shard count in use: KOBO_SHARDS, or the data dir's recorded count when KOBO_SHARDS is unset. */
+  shards: number;
+  /**
+   * Graceful stop: refuse new connections, let requests already received finish (at most `drainMs`,
+   * default KOBO_DRAIN_MS), then snapshot every partition and close. Resolves with requests cut off.
+   */
+  stop: (drainMs?: number) => Promise<number>;
 }
 
-export type Log = (message: string) => void;
+/** How long a stop waits for webhook attempts in flight to record their outcome. */
+const DISPATCHER_STOP_MS = 1_000;
+
+export type Log = (message: string, fields?: Record<string, unknown>) => void;
 
 /** Registers KOBO_API_KEYS entries (`key` or `key@account`); creates a sandbox key on a fresh data dir. */
 export function bootstrapKeys(control: ControlStore, entries: readonly string[], nowMs: number): string | null {
@@ -101,7 +115,30 @@ function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log):
   return () => clearInterval(timer);
 }
 
-export async function startApp(config: Readonly<Config>, log: Log): Promise<RunningApp> {
+/**
+ * Fails fast when the port is taken, before recovery (which can take seconds on a large data dir) and
+ * before a data dir is created. The exclusive bind after recovery is still what guarantees it.
+ */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = net.createServer();
+  const free = await new Promise<boolean>((resolve) => {
+    probe.once('error', () => resolve(false));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+  if (!free) throw new Error(`cannot listen on ${host}:${port}: the port is in use (or the address is not this machine's); set PORT or HOST`);
+}
+
+/** KOBO_SHARDS when given; else the count an existing data dir was created with; else the default. */
+export function shardsFor(config: Readonly<Config>): number {
+  if (config.shardsGiven || !fs.existsSync(path.join(config.dataDir, 'layout.json'))) return config.shards;
+  return readLayout(config.dataDir).shards;
+}
+
+export async function startApp(config_: Readonly<Config>, log: Log, logging?: Logging): Promise<RunningApp> {
+  await assertPortFree(config_.host, config_.port);
+  const config: Readonly<Config> = { ...config_, shards: shardsFor(config_) };
+  const debug: Log = logging?.debug ?? (() => {});
   ensureLayout(config.dataDir, config.shards);
   const unlock = lockDataDir(config.dataDir);
   const control = new ControlStore(config.dataDir);
@@ -111,7 +148,9 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   const webhookStore = new WebhookStore(config.dataDir);
   // Bound late: the dispatcher acknowledges through the pool, and the pool hands it the outbox.
   let dispatcher: Dispatcher | undefined;
-  const pool = new ShardPool({
+  let pool: ShardPool | undefined;
+  const metrics = new Metrics(() => pool?.queueDepths() ?? []);
+  pool = new ShardPool({
     shards: config.shards,
     dataDir: config.dataDir,
     railLatencyMs: config.railLatencyMs,
@@ -126,9 +165,16 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     quoteSweepMs: config.quoteSweepMs,
     clockOffsets: clocks.entries(),
     onOutbox: (events) => dispatcher?.ingest(events),
+    onMetrics: (message) => {
+      metrics.shard(message);
+      if (message.batchSizes.length > 0 || message.queued > 0) {
+        debug(`shard ${message.shard}: ${message.batchSizes.length} group commit(s), ${message.walRecords} WAL record(s), ${message.queued} queued`);
+      }
+    },
     onFatal: (message) => {
       // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
       log(`fatal: ${message}`);
+      logging?.flush(); // the JSON log is written asynchronously: keep the reason
       process.exit(70);
     },
   });
@@ -142,6 +188,10 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     disableAfter: config.webhookDisableAfter,
     tickMs: config.webhookTickMs,
     log,
+    onAttempt: (outcome) => {
+      metrics.webhook(outcome);
+      debug(`webhook attempt: ${outcome}`);
+    },
   });
   const started = Date.now();
   const reports = await pool.start();
@@ -153,6 +203,7 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     const pairs = report.idempotencyScopes;
     for (let i = 0; i + 1 < pairs.length; i += 2) idempotency.restore(pairs[i]!, pairs[i + 1]!);
     replayed += report.recovered.replayed;
+    debug(`shard ${report.shard} recovered`, { replayed: report.recovered.replayed, cut: report.recovered.cut, last_lsn: report.recovered.lastLsn });
     if (report.recovered.cut > 0) log(`shard ${report.shard}: cut ${report.recovered.cut} torn WAL record(s) at the tail`);
   }
   log(`recovered ${config.shards} shard(s) in ${Date.now() - started} ms (${replayed} WAL records replayed)`);
@@ -174,7 +225,12 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   ]);
   let openApiJson = '';
   router.add([openApiRoute(() => openApiJson)]);
-  openApiJson = JSON.stringify(buildOpenApi(router.all(), '0.1.0'));
+  const openApi = buildOpenApi(router.all(), '0.1.0');
+  openApiJson = JSON.stringify(openApi);
+  // Operator endpoints are added after the document: they are part of running kobo, not of the API.
+  let accepting = true;
+  const docsHtml = renderDocsPage(openApi);
+  router.add(opsRoutes({ accepting: () => accepting, ping: (ms) => pool.ping(ms), metrics, metricsToken: config.metricsToken, docsHtml: () => docsHtml }));
 
   const server = new HttpServer({
     router,
@@ -182,7 +238,12 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
     bodyBytesMax: config.bodyBytesMax,
     clockOf: (owner) => clocks.offsetOf(owner),
-    log,
+    // Without a structured logger (benches, embedding) the stack is kept in the line itself.
+    log: (message, fields) => (logging === undefined ? log(`${message}\n${(fields?.err as Error | undefined)?.stack ?? ''}`) : logging.error(message, fields?.err, fields)),
+    onResponse: (done) => {
+      metrics.request(done.method, done.route, done.status, done.durationMs / 1000);
+      logging?.logger.info({ req_id: done.requestId, method: done.method, route: done.route || null, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip }, 'request');
+    },
   });
   const stopActions = applyOperatorActions(control, pool, log);
   const port = await server.listen(config.host, config.port);
@@ -190,14 +251,18 @@ export async function startApp(config: Readonly<Config>, log: Log): Promise<Runn
   return {
     port,
     createdKey,
-    stop: async () => {
+    shards: config.shards,
+    stop: async (drainMs = config.drainMs) => {
+      accepting = false;
+      const cut = await server.drain(drainMs);
       stopActions();
-      server.close();
-      await dispatcher?.stop();
+      // Attempts still in flight are retried after a restart (at least once): do not wait them out.
+      await Promise.race([dispatcher?.stop(), new Promise((resolve) => setTimeout(resolve, DISPATCHER_STOP_MS).unref())]);
       await pool.stop();
       webhookStore.close();
       control.close();
       unlock();
+      return cut;
     },
   };
 }

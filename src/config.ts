@@ -1,6 +1,7 @@
 // The one reader of process.env: a frozen, TypeBox-checked config object.
 // Runs on the main thread; shards receive the parts they need as worker data.
-// Invariant: every number names its unit, and an invalid setting stops start-up with a clear message.
+// Invariant: every number names its unit, and an invalid setting stops start-up with one line naming
+// the variable and its allowed values (ConfigError: no stack trace is printed for it).
 import os from 'node:os';
 import path from 'node:path';
 import Type, { type Static } from 'typebox';
@@ -15,6 +16,8 @@ const ConfigSchema = Type.Object({
   publicUrl: Type.String(),
   dataDir: Type.String({ minLength: 1 }),
   shards: Type.Integer({ minimum: 1, maximum: PARTITIONS }),
+  /** False when KOBO_SHARDS was not set: an existing data dir then keeps the count it was created with. */
+  shardsGiven: Type.Boolean(),
   apiKeys: Type.Array(Type.String()),
   rateLimitReadPerMin: Type.Integer({ minimum: 1 }),
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
@@ -34,17 +37,54 @@ const ConfigSchema = Type.Object({
   webhookPerEndpointMax: Type.Integer({ minimum: 1, maximum: 64 }),
   webhookDisableAfter: Type.Integer({ minimum: 1, maximum: 10_000 }),
   webhookTickMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
-  logLevel: Type.Union([Type.Literal('silent'), Type.Literal('info'), Type.Literal('debug')]),
+  logLevel: Type.Union([Type.Literal('silent'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug')]),
+  /** SIGTERM/SIGINT: how long in-flight requests may take to finish before the snapshot and exit. */
+  drainMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`; '' = open on the listen address. */
+  metricsToken: Type.String(),
 });
 export type Config = Static<typeof ConfigSchema>;
 const checkConfig = Compile(ConfigSchema);
 
+/** A configuration mistake: main and the CLI print its message alone (no stack), then exit non-zero. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Unset means the default; set-but-empty is refused (an empty PORT must not quietly become 8080). */
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
+  if (raw === undefined) return fallback;
+  if (raw.trim() === '') throw new ConfigError(`config: ${name} is set but empty; unset it to use the default (${fallback}) or give an integer`);
   const value = Number(raw);
-  if (!Number.isInteger(value)) throw new Error(`config: ${name} must be an integer, got "${raw}"`);
+  if (!Number.isInteger(value)) throw new ConfigError(`config: ${name} must be an integer, got "${raw}"`);
   return value;
+}
+
+/** A path or name that must not be empty when set ('' would resolve to the working directory). */
+function nonEmpty(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (raw !== undefined && raw.trim() === '') throw new ConfigError(`config: ${name} is set but empty; unset it to use the default or give a value`);
+  return raw;
+}
+
+/** The environment variable behind a config field: PORT, HOST, else KOBO_ + UPPER_SNAKE of the field. */
+function envNameOf(field: string): string {
+  if (field === 'port' || field === 'host') return field.toUpperCase();
+  return `KOBO_${field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+/** "an integer from 1 to 64", "one of silent, info, debug": what the schema allows, in words. */
+function allowedOf(schema: unknown): string {
+  const s = schema as { type?: string; minimum?: number; maximum?: number; minLength?: number; anyOf?: Array<{ const?: unknown }> };
+  if (Array.isArray(s.anyOf)) return `one of ${s.anyOf.map((o) => String(o.const)).join(', ')}`;
+  if (s.type === 'integer') {
+    if (s.minimum !== undefined && s.maximum !== undefined) return `an integer from ${s.minimum} to ${s.maximum}`;
+    if (s.minimum !== undefined) return `an integer of at least ${s.minimum}`;
+    return 'an integer';
+  }
+  if (s.type === 'string' && (s.minLength ?? 0) > 0) return 'a non-empty string';
+  return `a ${s.type ?? 'value'}`;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
@@ -52,8 +92,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     port: intFrom(env, 'PORT', 8080),
     host: env.HOST ?? '127.0.0.1',
     publicUrl: env.KOBO_PUBLIC_URL ?? '',
-    dataDir: path.resolve(env.KOBO_DATA_DIR ?? './data/state'),
+    dataDir: path.resolve(nonEmpty(env, 'KOBO_DATA_DIR') ?? './data/state'),
     shards: intFrom(env, 'KOBO_SHARDS', Math.max(1, Math.min(os.availableParallelism(), PARTITIONS))),
+    shardsGiven: env.KOBO_SHARDS !== undefined,
     apiKeys: (env.KOBO_API_KEYS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0),
     rateLimitReadPerMin: intFrom(env, 'KOBO_RATE_LIMIT_READ_PER_MIN', 300),
     rateLimitWritePerMin: intFrom(env, 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 60),
@@ -72,10 +113,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     webhookDisableAfter: intFrom(env, 'KOBO_WEBHOOK_DISABLE_AFTER', 20),
     webhookTickMs: intFrom(env, 'KOBO_WEBHOOK_TICK_MS', 250),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
+    drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),
+    metricsToken: env.KOBO_METRICS_TOKEN ?? '',
   };
   if (!checkConfig.Check(config)) {
     const first = [...checkConfig.Errors(config)][0];
-    throw new Error(`config: ${first?.instancePath ?? ''} ${first?.message ?? 'invalid'}`);
+    const field = (first?.instancePath ?? '').split('/')[1] ?? '';
+    const name = envNameOf(field);
+    const shown = env[name] === undefined ? '(unset)' : `"${env[name]}"`;
+    throw new ConfigError(`config: ${name} must be ${allowedOf(ConfigSchema.properties[field as keyof Config])}, got ${shown}`);
   }
   return Object.freeze(config);
 }

@@ -1,31 +1,65 @@
-// `npm start`: loads config, starts the server, prints where it listens, stops cleanly on SIGINT/SIGTERM.
-// Main thread. A clean stop snapshots every partition; a crash loses nothing acknowledged (WAL replay).
-// Invariant: a start-up error exits non-zero with one clear line.
-import { loadConfig } from './config.ts';
+// `npm start` (node dist/main.js): loads config, starts the server, logs JSON lines, stops cleanly on
+// SIGINT/SIGTERM: stop accepting, answer the requests already received (at most KOBO_DRAIN_MS),
+// snapshot every partition, exit 0. A crash loses nothing acknowledged (WAL replay).
+// Invariant: a start-up error exits non-zero with one clear line (a stack only for a bug).
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startApp } from './app.ts';
+import { createLogging } from './ops/logger.ts';
 
-const config = loadConfig();
-const log = (message: string): void => {
-  if (config.logLevel !== 'silent') process.stdout.write(`${new Date().toISOString()} kobo ${message}\n`);
+// Stacks in the log point at src/*.ts lines, not at the bundle (dist/main.js.map).
+process.setSourceMapsEnabled(true);
+
+// A stop asked for during recovery is honoured as soon as the server is up (nothing is lost meanwhile).
+let stopAsked: string | null = null;
+let stop = (signal: string): void => {
+  stopAsked ??= signal;
 };
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+
+let config: Readonly<Config>;
+try {
+  config = loadConfig();
+} catch (error) {
+  process.stderr.write(`kobo: ${error instanceof ConfigError ? error.message : (error as Error).stack}\n`);
+  process.exit(78); // EX_CONFIG
+}
+const logging = createLogging(config.logLevel);
 
 try {
-  const app = await startApp(config, log);
+  const app = await startApp(config, logging.info, logging);
   if (app.createdKey !== null) {
-    // Printed once: only its hash is stored.
+    // Printed once, on its own line outside the JSON log: only its hash is stored.
+    logging.flush();
     process.stdout.write(`\n  sandbox secret key (shown once, store it now): ${app.createdKey}\n\n`);
   }
-  log(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${config.shards} shard(s))`);
+  logging.lifecycle(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s))`, { port: app.port, data_dir: config.dataDir, shards: app.shards });
   let stopping = false;
-  const stop = (signal: string): void => {
+  stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    log(`${signal}: stopping (snapshotting partitions)`);
-    void app.stop().then(() => process.exit(0));
+    const started = Date.now();
+    logging.lifecycle(`${signal}: stopping (draining up to ${config.drainMs} ms, then snapshotting partitions)`);
+    void app.stop().then(
+      (cut) => {
+        logging.lifecycle(`stopped in ${Date.now() - started} ms`, { requests_cut: cut });
+        logging.flush();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logging.error('stop failed', error);
+        logging.flush();
+        process.exit(1);
+      },
+    );
   };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  if (stopAsked !== null) stop(stopAsked);
 } catch (error) {
-  process.stderr.write(`kobo: cannot start: ${(error as Error).message}\n`);
+  const message = (error as Error).message;
+  logging.flush();
+  // Operator mistakes (port taken, data dir in use, bad key) are one line; anything else keeps its stack.
+  process.stderr.write(`kobo: cannot start: ${message}\n`);
+  logging.logger.debug({ err: error }, 'start-up failure');
+  logging.flush();
   process.exit(1);
 }

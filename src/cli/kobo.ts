@@ -1,15 +1,30 @@
-// `npm run kobo -- <command>`: the operator CLI (keys, snapshot, restore, verify, webhooks later).
-// Runs as its own process; reads config through src/config.ts like the server does.
-// Invariant: every command exits non-zero on failure, with one clear line on stderr.
+// `npm run kobo -- <command>`: the operator CLI (keys, snapshot, restore, verify, webhooks, orders).
+// Runs as its own process (dist/kobo.js); reads config through src/config.ts like the server does.
+// Invariant: every command names the data dir it works on (stderr) and exits non-zero on failure with
+// one clear line; only `--init` (or `restore`) may create a data dir, so a mistyped path is refused.
+import fs from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { ControlStore, generateSecret, type KeyRecord } from '../store/control-store.ts';
 import { verifyDataDir } from './verify.ts';
 import { restoreBackup, takeSnapshot } from './backup.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 
-const config = loadConfig();
+process.setSourceMapsEnabled(true);
+let config: Readonly<Config>;
+try {
+  config = loadConfig();
+} catch (error) {
+  process.stderr.write(`kobo: ${error instanceof ConfigError ? error.message : (error as Error).message}\n`);
+  process.exit(78);
+}
+
+/** A data dir exists once the server or `--init` created its control database. */
+function isDataDir(dir: string): boolean {
+  return fs.existsSync(path.join(dir, 'control.db')) || fs.existsSync(path.join(dir, 'layout.json'));
+}
+
 const progress = (message: string): void => {
   process.stderr.write(`  … ${message}\n`);
 };
@@ -23,7 +38,21 @@ function keyLine(k: KeyRecord): string {
 
 const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 
-const program = new Command('kobo').description('kobo operator commands').showHelpAfterError();
+const program = new Command('kobo')
+  .description('kobo operator commands (data dir: KOBO_DATA_DIR, default ./data/state)')
+  .option('--init', 'create the data dir (KOBO_DATA_DIR) if it does not exist yet')
+  .showHelpAfterError();
+program.hook('preAction', (_program, action) => {
+  process.stderr.write(`kobo: data dir ${config.dataDir}\n`);
+  // restore fills an empty dir by design; verify and snapshot refuse a missing dir on their own.
+  if (action.name() === 'restore' || isDataDir(config.dataDir)) return;
+  if (program.opts<{ init?: boolean }>().init !== true) {
+    throw new Error(`no kobo data dir at ${config.dataDir}; check KOBO_DATA_DIR, or pass --init to create one`);
+  }
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  new ControlStore(config.dataDir).close();
+  process.stderr.write(`kobo: created data dir ${config.dataDir}\n`);
+});
 
 const keys = program.command('keys').description('create, list, rotate and revoke API keys');
 keys

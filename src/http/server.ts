@@ -20,8 +20,16 @@ export interface ServerDeps {
   rateLimiter: RateLimiter;
   bodyBytesMax: number;
   clockOf: (owner: string) => number;
-  log: (message: string) => void;
+  /** Faults inside the server (the stack stays here; the client gets a request id). */
+  log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Called once per answered request (request log, metrics); `route` is the matched template or ''. */
+  onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string }) => void;
 }
+
+/** uWS accepts listen options after the port; its typings only show them without a host. */
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => unknown;
+/** No SO_REUSEPORT: a second server on a taken port fails instead of sharing traffic with the first. */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 
 interface Incoming {
   method: string;
@@ -34,6 +42,10 @@ interface Incoming {
   ip: string;
   requestId: string;
   aborted: boolean;
+  startedMs: number;
+  route: string;
+  /** Counted out of the in-flight total (answered or aborted). */
+  settled: boolean;
 }
 
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
@@ -44,6 +56,9 @@ export class HttpServer {
   private listenSocket: us_listen_socket | null = null;
   private readonly bootId = randomBytes(4).toString('hex');
   private requestSeq = 0;
+  private inFlight = 0;
+  private draining = false;
+  private drained: (() => void) | null = null;
 
   constructor(private readonly deps: ServerDeps) {
     this.app = uws.App();
@@ -52,8 +67,8 @@ export class HttpServer {
 
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject_) => {
-      this.app.listen(host, port, (socket) => {
-        if (socket === false) return reject_(new Error(`cannot listen on ${host}:${port}`));
+      (this.app.listen as unknown as ListenWithOptions).call(this.app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
+        if (socket === false) return reject_(new Error(`cannot listen on ${host}:${port}: the port is in use (or the address is not this machine's); set PORT or HOST`));
         this.listenSocket = socket;
         resolve(uws.us_socket_local_port(socket));
       });
@@ -63,6 +78,37 @@ export class HttpServer {
   close(): void {
     if (this.listenSocket !== null) uws.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+  }
+
+  /**
+   * Stops accepting connections and waits (at most `timeoutMs`) for the requests already received to
+   * be answered; responses written meanwhile close their connection. Resolves with those still open.
+   */
+  async drain(timeoutMs: number): Promise<number> {
+    this.draining = true;
+    this.close();
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    return this.inFlight;
+  }
+
+  /** Requests received and not yet answered (or aborted by the client). */
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  private settle(incoming: Incoming): void {
+    if (incoming.settled) return;
+    incoming.settled = true;
+    this.inFlight -= 1;
+    if (this.inFlight === 0 && this.drained !== null) this.drained();
   }
 
   private onRequest(res: HttpResponse, req: HttpRequest): void {
@@ -77,9 +123,14 @@ export class HttpServer {
       ip: normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString()),
       requestId: `req_${this.bootId}${(this.requestSeq++).toString(36).padStart(8, '0')}`,
       aborted: false,
+      startedMs: performance.now(),
+      route: '',
+      settled: false,
     };
+    this.inFlight += 1;
     res.onAborted(() => {
       incoming.aborted = true;
+      this.settle(incoming);
     });
     if (!BODY_METHODS.has(incoming.method)) {
       void this.process(res, incoming, Buffer.alloc(0));
@@ -128,7 +179,7 @@ export class HttpServer {
       reply = outcome.reply;
       rate = outcome.rate;
     } catch (error) {
-      this.deps.log(`request ${incoming.requestId} failed: ${(error as Error).stack ?? String(error)}`);
+      this.deps.log(`request ${incoming.requestId} failed: ${(error as Error).message}`, { req_id: incoming.requestId, route: incoming.route, err: error });
       reply = this.errorReply(reject('INTERNAL', 'An internal error occurred; it is safe to retry with the same Idempotency-Key.'));
     }
     this.send(res, incoming, reply, rate, false);
@@ -141,6 +192,7 @@ export class HttpServer {
       return { reply: this.errorReply(reject('METHOD_NOT_ALLOWED', `${incoming.method} is not allowed on ${incoming.path}.`), { Allow: match.allow.join(', ') }) };
     }
     const route = match.route;
+    incoming.route = route.path;
     const wallMs = Date.now();
     let key: KeyRecord | null = null;
     let rate: RateDecision;
@@ -178,6 +230,7 @@ export class HttpServer {
       ip: incoming.ip,
       idempotencyKey: incoming.idempotencyKey === '' ? null : incoming.idempotencyKey,
       transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
+      authorization: incoming.authorization,
     };
     return { reply: await route.handle(ctx), rate };
   }
@@ -229,8 +282,9 @@ export class HttpServer {
     return { body, query };
   }
 
-  private send(res: HttpResponse, incoming: Incoming, reply: Reply, rate: RateDecision | undefined, close: boolean): void {
+  private send(res: HttpResponse, incoming: Incoming, reply: Reply, rate: RateDecision | undefined, close_: boolean): void {
     if (incoming.aborted) return;
+    const close = close_ || this.draining;
     const body = reply.json ?? JSON.stringify({ error: { code: reply.error?.code ?? 'INTERNAL', message: reply.error?.message ?? '', request_id: incoming.requestId } });
     res.cork(() => {
       res.writeStatus(STATUS_LINE.get(reply.status) ?? `${reply.status} Unknown`);
@@ -246,6 +300,16 @@ export class HttpServer {
       res.end(body, close);
     });
     incoming.aborted = true; // the response is finished: uWS forbids touching it again
+    this.settle(incoming);
+    this.deps.onResponse?.({
+      requestId: incoming.requestId,
+      method: incoming.method,
+      route: incoming.route,
+      path: incoming.path,
+      status: reply.status,
+      durationMs: performance.now() - incoming.startedMs,
+      ip: incoming.ip,
+    });
   }
 }
 

@@ -26,6 +26,8 @@ export interface RequestContext {
   ip: string;
   idempotencyKey: string | null;
   transactionAuthorization: string | null;
+  /** The raw Authorization header, for public routes with their own token (GET /metrics). */
+  authorization?: string;
 }
 
 export interface RouteDef {

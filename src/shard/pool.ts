@@ -7,6 +7,7 @@ import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
 import type { ShardWorkerData } from './worker.ts';
+import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 
 export interface PoolOptions {
   shards: number;
@@ -26,6 +27,8 @@ export interface PoolOptions {
   onFatal: (message: string) => void;
   /** Outbox events a shard made durable, for the webhook dispatcher. */
   onOutbox: (events: OutboxEvent[]) => void;
+  /** A shard's measurements of the last second (group commits, fsync, WAL records, snapshots, rails). */
+  onMetrics?: (message: ShardMetricsMessage) => void;
 }
 
 interface Pending {
@@ -40,6 +43,7 @@ export class ShardPool {
   private readonly pending = new Map<number, Pending>();
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
+  private readonly pingWaiters = new Map<number, () => void>();
   private nextN = 1;
   private outgoing: Array<Array<{ n: number; cmd: Command }>>;
   private outgoingScheduled = false;
@@ -101,6 +105,11 @@ export class ShardPool {
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);
+    } else if (message.type === 'metrics') {
+      this.options.onMetrics?.(message);
+    } else if (message.type === 'pong') {
+      this.pingWaiters.get(message.n)?.();
+      this.pingWaiters.delete(message.n);
     } else if (message.type === 'idem.expired') {
       this.options.onIdempotencyExpired(message.pairs);
     } else if (message.type === 'outbox') {
@@ -147,6 +156,31 @@ export class ShardPool {
       this.outgoing[shard] = [];
       this.workers[shard]!.postMessage({ type: 'commands', items } satisfies MainToShard);
     });
+  }
+
+  /** Commands sent to each shard and not yet answered (the front end's view of its queue). */
+  queueDepths(): readonly number[] {
+    return this.inFlight;
+  }
+
+  /** True when every shard answers a ping within `timeoutMs` (readiness). */
+  async ping(timeoutMs: number): Promise<boolean> {
+    if (this.stopping || this.workers.length < this.options.shards) return false;
+    const answers = this.workers.map((worker) => {
+      const n = this.nextN++;
+      return new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          this.pingWaiters.delete(n);
+          resolve(false);
+        }, timeoutMs);
+        this.pingWaiters.set(n, () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+        worker.postMessage({ type: 'ping', n } satisfies MainToShard);
+      });
+    });
+    return (await Promise.all(answers)).every(Boolean);
   }
 
   broadcastClock(owner: string, offsetMs: number): void {

@@ -3,6 +3,7 @@
 // Invariant: a command names its partition; the front end routes it to partition % shards.
 import type { OutboxEvent, Owner, StoredReply, Tier } from './state.ts';
 import type { ValidationSnapshot } from '../catalogue/services-recipient.ts';
+import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 
 export interface CommandBase {
   owner: Owner;
@@ -136,5 +137,9 @@ export interface OutboxMessage {
   events: OutboxEvent[];
 }
 
-export type ShardToMain = ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, partition: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
-export type MainToShard = CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };
+/** Readiness: a shard answers a ping from its event loop (it is not stuck in a batch or a replay). */
+export type PingMessage = { type: 'ping'; n: number };
+export type PongMessage = { type: 'pong'; n: number };
+
+export type ShardToMain = ShardMetricsMessage | PongMessage | ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, partition: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type MainToShard = PingMessage | CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

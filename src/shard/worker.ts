@@ -17,6 +17,7 @@ import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
 import { setPublicUrl } from './views.ts';
 import { Passivation } from './passivate.ts';
+import { SHARD_METRICS_INTERVAL_MS, ShardMetrics } from '../metrics/shard-metrics.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -59,6 +60,7 @@ let recordsSinceSnapshot = recovered.replayed;
 const dirty = new Set<number>(partitions);
 let snapshotting = false;
 let stopping = false;
+const metrics = new ShardMetrics(data.shard);
 
 function contextFor(cmd: Command): HandlerContext {
   const state = states.get(cmd.partition);
@@ -110,13 +112,16 @@ function flush(): void {
     }
     for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
     if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
+    else metrics.rail(item.cmd, executed.reply);
     effects.push(...executed.effects);
   }
   if (early.length > 0) post({ type: 'replies', items: early });
   // The one durable step of the tick: WAL records, the cold rows of what they finished and their
   // idempotency records, in one sqlite transaction. If it throws (disk full, I/O error) the worker
   // dies before any reply is sent, and the front end answers 5xx; a restart replays what reached disk.
+  const commitStarted = performance.now();
   const freed = store.appendBatch(records, passivation.take());
+  metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
   passivation.settle();
   recordsSinceSnapshot += records.length;
   for (const record of records) dirty.add(record.partition);
@@ -147,6 +152,7 @@ function enqueue(item: Queued): void {
 async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
   if (snapshotting) return { partitions: 0, lsn: store.lsnNext - 1 };
   snapshotting = true;
+  const snapshotStarted = performance.now();
   recordsSinceSnapshot = 0;
   let lsn = store.lsnNext - 1;
   let taken = 0;
@@ -169,6 +175,7 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
     }
   } finally {
     snapshotting = false;
+    metrics.snapshot((performance.now() - snapshotStarted) / 1000);
   }
   return { partitions: taken, lsn };
 }
@@ -189,6 +196,9 @@ function indexMessage(): IndexMessage {
 
 port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offsetMs: number } | { type: 'public-url'; url: string }) => {
   switch (message.type) {
+    case 'ping':
+      post({ type: 'pong', n: message.n });
+      return;
     case 'public-url':
       setPublicUrl(message.url);
       return;
@@ -219,6 +229,7 @@ post(indexMessage());
 const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
 if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
 if (data.snapshotIntervalMs > 0) setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref();
+setInterval(() => post(metrics.take(queue.length)), SHARD_METRICS_INTERVAL_MS).unref();
 
 /**
  * Idempotency records past retention are forgotten (an event, so replay forgets them too), measured on

@@ -22,6 +22,8 @@ export interface DispatcherOptions {
   tickMs: number;
   dueBatchMax?: number;
   log: (message: string) => void;
+  /** Each attempt's outcome (delivered, rejected, timeout, error), for metrics. */
+  onAttempt?: (outcome: 'delivered' | 'rejected' | 'timeout' | 'error') => void;
 }
 
 export class Dispatcher {
@@ -116,6 +118,7 @@ export class Dispatcher {
       error = e.name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs} ms` : e.message;
     }
     const ok = error === null;
+    this.options.onAttempt?.(ok ? 'delivered' : statusCode !== null ? 'rejected' : error?.startsWith('no answer within') === true ? 'timeout' : 'error');
     const atMs = this.options.nowMsOf(delivery.owner);
     const n = delivery.attempts + 1;
     this.results.push({

@@ -19,7 +19,7 @@ function idOf(stdout: string): string {
 
 test('keys: create, list, scope, rotate and revoke take effect on the running server', { timeout: 90_000 }, async () => {
   const dataDir = tempDataDir();
-  const created = kobo(dataDir, 'keys', 'create', '--account', 'ops', '--label', 'first');
+  const created = kobo(dataDir, '--init', 'keys', 'create', '--account', 'ops', '--label', 'first');
   assert.equal(created.status, 0, created.stderr);
   const secret = secretOf(created.stdout);
   assert.match(secret, /^sk_test_/);

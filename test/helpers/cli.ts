@@ -1,7 +1,6 @@
 // Runs the operator CLI (`kobo …`) as a real process against a data dir.
 import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-import { ROOT } from './server.ts';
+import { ROOT, entryArgs } from './build.ts';
 
 export interface CliResult {
   status: number | null;
@@ -10,7 +9,7 @@ export interface CliResult {
 }
 
 export function kobo(dataDir: string, ...args: string[]): CliResult {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'cli', 'kobo.ts'), ...args], {
+  const result = spawnSync(process.execPath, [...entryArgs('kobo'), ...args], {
     cwd: ROOT,
     env: { ...process.env, KOBO_DATA_DIR: dataDir },
     encoding: 'utf8',

@@ -5,8 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { ROOT, entryArgs } from './build.ts';
 
-export const ROOT = path.resolve(import.meta.dirname, '..', '..');
+export { ROOT };
 
 export interface TestServer {
   baseUrl: string;
@@ -24,7 +25,8 @@ export interface StartOptions {
   keys?: string[];
   dataDir?: string;
   env?: Record<string, string>;
-  shards?: number;
+  /** null: KOBO_SHARDS left unset (the data dir's recorded count, or the CPU count when new). */
+  shards?: number | null;
 }
 
 export function tempDataDir(label = 'kobo'): string {
@@ -42,14 +44,15 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     PORT: '0',
     HOST: '127.0.0.1',
     KOBO_DATA_DIR: dataDir,
-    KOBO_SHARDS: String(options.shards ?? 2),
+    ...(options.shards === null ? {} : { KOBO_SHARDS: String(options.shards ?? 2) }),
     KOBO_API_KEYS: (options.keys ?? []).join(','),
     KOBO_RATE_LIMIT_READ_PER_MIN: '100000',
     KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000',
     KOBO_RAIL_LATENCY_MS: '5',
     ...options.env,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (options.shards === null) delete env.KOBO_SHARDS;
+  const child = spawn(process.execPath, entryArgs('main'), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -1,0 +1,66 @@
+// The server's Prometheus metrics (prom-client, one registry per running app): HTTP requests by route
+// and status with latency, shard queue depth, group commits and fsync latency, WAL records, snapshot
+// duration, webhook deliveries and rail answers by outcome. Main thread; shards report once a second.
+// Invariant: labels are templates and outcomes (never ids or amounts), so series stay bounded.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ShardMetricsMessage } from './shard-metrics.ts';
+
+const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: 'kobo_http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames: ['method', 'route', 'status'] as const, registers: [this.registry] });
+  private readonly requestSeconds = new Histogram({ name: 'kobo_http_request_duration_seconds', help: 'Time from request received to response written, by method and route template.', labelNames: ['method', 'route'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  private readonly batchSize = new Histogram({ name: 'kobo_group_commit_commands', help: 'Commands per group commit.', labelNames: ['shard'] as const, buckets: BATCH_BUCKETS, registers: [this.registry] });
+  private readonly commitSeconds = new Histogram({ name: 'kobo_group_commit_fsync_seconds', help: 'Duration of a group commit\'s SQLite transaction, fsync included.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  private readonly walRecords = new Counter({ name: 'kobo_wal_records_total', help: 'WAL records appended.', labelNames: ['shard'] as const, registers: [this.registry] });
+  private readonly snapshotSeconds = new Histogram({ name: 'kobo_snapshot_duration_seconds', help: 'Time to snapshot a shard\'s changed partitions.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  private readonly rails = new Counter({ name: 'kobo_rail_calls_total', help: 'Rail answers applied, by rail and outcome.', labelNames: ['rail', 'outcome'] as const, registers: [this.registry] });
+  private readonly webhooks = new Counter({ name: 'kobo_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome.', labelNames: ['outcome'] as const, registers: [this.registry] });
+  private readonly workerQueued = new Gauge({ name: 'kobo_shard_worker_queued_commands', help: 'Commands waiting inside a shard worker at its last report.', labelNames: ['shard'] as const, registers: [this.registry] });
+
+  constructor(queueDepths: () => readonly number[]) {
+    new Gauge({
+      name: 'kobo_shard_queue_depth',
+      help: 'Commands sent to a shard and not yet answered (503 UNAVAILABLE past KOBO_SHARD_QUEUE_MAX).',
+      labelNames: ['shard'] as const,
+      registers: [this.registry],
+      collect() {
+        queueDepths().forEach((depth, shard) => this.set({ shard: String(shard) }, depth));
+      },
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: 'kobo_' });
+  }
+
+  request(method: string, route: string, status: number, seconds: number): void {
+    const template = route === '' ? 'unmatched' : route;
+    this.requests.inc({ method, route: template, status: String(status) });
+    this.requestSeconds.observe({ method, route: template }, seconds);
+  }
+
+  shard(message: ShardMetricsMessage): void {
+    const shard = String(message.shard);
+    for (const size of message.batchSizes) this.batchSize.observe({ shard }, size);
+    for (const seconds of message.commitSeconds) this.commitSeconds.observe({ shard }, seconds);
+    for (const seconds of message.snapshotSeconds) this.snapshotSeconds.observe({ shard }, seconds);
+    if (message.walRecords > 0) this.walRecords.inc({ shard }, message.walRecords);
+    for (const [key, count] of Object.entries(message.rails)) {
+      const at = key.indexOf(':');
+      this.rails.inc({ rail: key.slice(0, at), outcome: key.slice(at + 1) }, count);
+    }
+    this.workerQueued.set({ shard }, message.queued);
+  }
+
+  webhook(outcome: string): void {
+    this.webhooks.inc({ outcome });
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,80 @@
+// What a shard worker measures about itself (group-commit sizes, fsync latency, WAL records, snapshot
+// duration, rail answers by outcome), gathered in the worker and posted to the main thread once a second.
+// Worker thread (collector) and main thread (the message type). Plain data: it crosses postMessage.
+// Invariant: at most `SHARD_SAMPLES_MAX` samples per series per message; beyond that only counts grow.
+import type { Command } from '../shard/protocol.ts';
+import type { StoredReply } from '../shard/state.ts';
+
+export const SHARD_SAMPLES_MAX = 10_000;
+export const SHARD_METRICS_INTERVAL_MS = 1_000;
+
+export interface ShardMetricsMessage {
+  type: 'metrics';
+  shard: number;
+  /** Commands per group commit. */
+  batchSizes: number[];
+  /** Seconds each group commit's SQLite transaction (with its fsync) took. */
+  commitSeconds: number[];
+  walRecords: number;
+  snapshotSeconds: number[];
+  /** `${rail}:${outcome}` → answers. */
+  rails: Record<string, number>;
+  /** Commands waiting in the shard when the message was posted. */
+  queued: number;
+}
+
+/** The rail a command answers for and its outcome, or null when the command is not a rail's answer. */
+export function railOutcome(cmd: Command, reply: StoredReply): string | null {
+  switch (cmd.k) {
+    case 'transfer.rail':
+      return `payout:${cmd.outcome}`;
+    case 'payment.settle':
+      return cmd.source === 'rail' ? 'collection:settled' : null;
+    case 'payment.fail':
+      return cmd.source === 'rail' ? 'collection:failed' : null;
+    case 'order.rail':
+      return `fulfilment:${reply.status < 300 ? 'answered' : 'rejected'}`;
+    case 'transfer.reconcile':
+    case 'order.reconcile':
+      return `requery:${reply.status < 300 ? 'answered' : 'rejected'}`;
+    default:
+      return null;
+  }
+}
+
+export class ShardMetrics {
+  private message: ShardMetricsMessage;
+
+  constructor(private readonly shard: number) {
+    this.message = this.empty();
+  }
+
+  private empty(): ShardMetricsMessage {
+    return { type: 'metrics', shard: this.shard, batchSizes: [], commitSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0 };
+  }
+
+  commit(commands: number, records: number, seconds: number): void {
+    if (this.message.batchSizes.length < SHARD_SAMPLES_MAX) {
+      this.message.batchSizes.push(commands);
+      this.message.commitSeconds.push(seconds);
+    }
+    this.message.walRecords += records;
+  }
+
+  rail(cmd: Command, reply: StoredReply): void {
+    const key = railOutcome(cmd, reply);
+    if (key !== null) this.message.rails[key] = (this.message.rails[key] ?? 0) + 1;
+  }
+
+  snapshot(seconds: number): void {
+    this.message.snapshotSeconds.push(seconds);
+  }
+
+  /** The message to post (sent every interval, idle or not, so gauges fall back to 0), and a fresh collector. */
+  take(queued: number): ShardMetricsMessage {
+    const m = this.message;
+    m.queued = queued;
+    this.message = this.empty();
+    return m;
+  }
+}
