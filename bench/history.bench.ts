@@ -19,7 +19,7 @@ import { IdempotencyIndex } from '../src/http/idempotency.ts';
 import { scopeHash } from '../src/store/scope-hash.ts';
 import type { Command } from '../src/shard/protocol.ts';
 import { addCustomer, addFundedWallet, contextOf, ownerOf } from './lib/fixtures.ts';
-import { fmt, machine, table, writeResult } from './lib/report.ts';
+import { fmt, heapAfterGc, machine, table, writeResult } from './lib/report.ts';
 
 const NOW_MS = Date.UTC(2026, 10, 23, 12);
 const CUSTOMERS_PER_PARTITION = 16;
@@ -41,12 +41,6 @@ function paymentsArg(): number {
   return value;
 }
 
-function heapAfterGc(): number {
-  const gc = globalThis.gc;
-  if (gc === undefined) throw new Error('run with node --expose-gc --import tsx bench/history.bench.ts');
-  for (let i = 0; i < 4; i += 1) gc();
-  return process.memoryUsage().heapUsed;
-}
 
 function dirBytes(dir: string): number {
   return fs.readdirSync(dir).reduce((sum, name) => sum + fs.statSync(path.join(dir, name)).size, 0);

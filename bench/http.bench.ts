@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, startPinned, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
-import { fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
+import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
 const SERVER_CORE = 0;
@@ -28,10 +28,6 @@ const TARGET_RATIO_MIN: Record<string, number> = {
 const TARGET_RATIO_DEFAULT = 0.25;
 const READY = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
-function flag(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : (process.argv[at + 1] ?? fallback);
-}
 
 const DURATION_S = Number(flag('duration', '10'));
 const WARMUP_S = Number(flag('warmup', '3'));

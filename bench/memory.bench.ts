@@ -9,7 +9,7 @@ import { mintId } from '../src/ids.ts';
 import { emptyPartition, type PartitionState } from '../src/shard/state.ts';
 import { decodePartition, encodePartition } from '../src/shard/partition-image.ts';
 import { addCustomer, addFundedWallet, contextOf, ownerOf } from './lib/fixtures.ts';
-import { fmt, machine, table, writeResult } from './lib/report.ts';
+import { fmt, heapAfterGc, machine, table, writeResult } from './lib/report.ts';
 
 const TARGET_BYTES_PER_WALLET_MAX = 1024;
 const NOW_MS = Date.UTC(2025, 0, 15, 12);
@@ -21,13 +21,6 @@ function walletsArg(): number {
   return value;
 }
 
-function heapAfterGc(): number {
-  const gc = globalThis.gc;
-  if (gc === undefined) throw new Error('run with node --expose-gc --import tsx bench/memory.bench.ts');
-  // Several passes: weak references and finalizers can free more on the second and third.
-  for (let i = 0; i < 4; i += 1) gc();
-  return process.memoryUsage().heapUsed;
-}
 
 function progress(label: string, done: number, total: number): void {
   if (process.stdout.isTTY) process.stdout.write(`\r${label} ${done}/${total}   `);

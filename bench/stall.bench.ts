@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { pinSelf, startPinned, type Pinned } from './lib/proc.ts';
-import { fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
+import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 
 const SERVER_CORE = 0;
 const CLIENT_CORE = 1;
@@ -20,10 +20,6 @@ const WINDOW_RATIO_MAX = 5;
 const REQUEST_MS_MAX = 250;
 const READY = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
-function flag(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : (process.argv[at + 1] ?? fallback);
-}
 const DURATION_S = Number(flag('duration', '60'));
 if (!(DURATION_S >= 5 && DURATION_S <= 600)) throw new Error('usage: stall.bench.ts [--duration 5..600]');
 

@@ -41,3 +41,17 @@ export function fmt(value: number, digits = 2): string {
   if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString('en-US');
   return value.toFixed(digits);
 }
+
+/** The value after `--name` on the command line, or `fallback`. */
+export function flag(name: string, fallback: string): string {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : (process.argv[at + 1] ?? fallback);
+}
+
+/** heapUsed after full collections (several passes: weak references and finalizers free more later). */
+export function heapAfterGc(): number {
+  const gc = globalThis.gc;
+  if (gc === undefined) throw new Error(`run with node --expose-gc --import tsx ${process.argv[1] ?? 'this bench'}`);
+  for (let i = 0; i < 4; i += 1) gc();
+  return process.memoryUsage().heapUsed;
+}
