@@ -171,6 +171,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
         debug(`shard ${message.shard}: ${message.batchSizes.length} group commit(s), ${message.walRecords} WAL record(s), ${message.queued} queued`);
       }
     },
+    log,
     onFatal: (message) => {
       // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
       log(`fatal: ${message}`);
@@ -237,6 +238,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     auth: new Authenticator(control),
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
     bodyBytesMax: config.bodyBytesMax,
+    jsonPolicy: { depthMax: config.jsonDepthMax, membersMax: config.jsonMembersMax },
+    responseBufferedBytesMax: config.responseBufferedBytesMax,
     clockOf: (owner) => clocks.offsetOf(owner),
     // Without a structured logger (benches, embedding) the stack is kept in the line itself.
     log: (message, fields) => (logging === undefined ? log(`${message}\n${(fields?.err as Error | undefined)?.stack ?? ''}`) : logging.error(message, fields?.err, fields)),

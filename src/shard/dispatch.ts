@@ -116,7 +116,9 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   } catch (error) {
     // Handlers only read state, so a throw here changed nothing: answer 500 rather than take the
     // shard (and every partition on it) down. A throw while *applying* events still stops the shard.
-    return { reply: { status: 500, error: { code: 'INTERNAL', message: `The command failed: ${(error as Error).message}` } }, events: [], effects: [] };
+    // The detail goes to the log (stderr) only; the front end answers the client a generic 500.
+    console.error(`shard: command ${cmd.k} failed: ${(error as Error).stack ?? String(error)}`);
+    return { reply: { status: 500, error: { code: 'INTERNAL', message: 'The command failed.' } }, events: [], effects: [] };
   }
   for (const event of outcome.events) applyEvent(state, event);
   const reply = outcome.reply(state);
