@@ -188,6 +188,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     perEndpointMax: config.webhookPerEndpointMax,
     disableAfter: config.webhookDisableAfter,
     tickMs: config.webhookTickMs,
+    urlPolicy: { livePorts: config.webhookLivePorts },
     log,
     onAttempt: (outcome) => {
       metrics.webhook(outcome);
@@ -221,7 +222,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...checkoutRoutes(deps),
     ...serviceOrderRoutes(deps),
     ...serviceCatalogueRoutes(deps),
-    ...webhookRoutes({ store: webhookStore, dispatcher, clocks }),
+    ...webhookRoutes({ store: webhookStore, dispatcher, clocks, subscriptionsMax: config.webhookSubscriptionsMax, urlPolicy: { livePorts: config.webhookLivePorts } }),
     ...testHelperRoutes(deps),
   ]);
   let openApiJson = '';

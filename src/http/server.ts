@@ -271,6 +271,9 @@ export class HttpServer {
     if (key !== null) {
       const denied = this.deps.auth.authorize(key, route, incoming.ip);
       if (denied !== null) return { reply: this.errorReply(denied) };
+      if (route.accountLevel === true && key.customerId !== null) {
+        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks).')) };
+      }
       if (route.sandboxOnly === true && key.env !== 'test') {
         return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };
       }

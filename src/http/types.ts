@@ -40,6 +40,8 @@ export interface RouteDef {
   /** Money-moving POST: needs an Idempotency-Key; the first result is stored and replayed. */
   idempotent?: boolean;
   sandboxOnly?: boolean;
+  /** Account-level resource (webhooks): a customer-scoped key gets 403. */
+  accountLevel?: boolean;
   body?: TSchema;
   /** The body may be left out entirely (validated against `body` when present). */
   bodyOptional?: boolean;
