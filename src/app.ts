@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
+import { restrictDataDir } from './store/private-files.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret } from './store/control-store.ts';
 import { Authenticator } from './http/auth.ts';
@@ -139,6 +140,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   await assertPortFree(config_.host, config_.port);
   const config: Readonly<Config> = { ...config_, shards: shardsFor(config_) };
   const debug: Log = logging?.debug ?? (() => {});
+  restrictDataDir(config.dataDir);
   ensureLayout(config.dataDir, config.shards);
   const unlock = lockDataDir(config.dataDir);
   const control = new ControlStore(config.dataDir);
