@@ -16,6 +16,7 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { IdempotencyIndex } from './http/idempotency.ts';
 import { Router } from './http/router.ts';
 import { HttpServer } from './http/server.ts';
+import { FrontIdempotencyStore } from './http/idempotency-store.ts';
 import { CustomerIndex } from './api/customer-index.ts';
 import { SandboxClocks } from './api/clocks.ts';
 import type { ApiDeps } from './api/deps.ts';
@@ -241,6 +242,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     auth: new Authenticator(control),
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
     bodyBytesMax: config.bodyBytesMax,
+    frontIdempotency: new FrontIdempotencyStore(webhookStore.db, config.idempotencyRetentionHours * 3_600_000),
     jsonPolicy: { depthMax: config.jsonDepthMax, membersMax: config.jsonMembersMax },
     responseBufferedBytesMax: config.responseBufferedBytesMax,
     clockOf: (owner) => clocks.offsetOf(owner),

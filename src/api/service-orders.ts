@@ -52,12 +52,13 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       family: 'services',
       body: ServiceQuoteCreate,
       response: ServiceQuote,
-      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN'],
+      keyedInShard: true,
+      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
         const b = ctx.body as ServiceQuoteCreate;
         const prepared = prepare(ctx, b);
         if ('status' in prepared) return prepared;
-        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: serviceRequest(prepared.customerId, b) });
+        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: serviceRequest(prepared.customerId, b) }, { idempotent: true });
       },
     },
     {

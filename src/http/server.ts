@@ -11,6 +11,7 @@ import { normalizeIp, type Authenticator } from './auth.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from './idempotency.ts';
 import type { Router } from './router.ts';
+import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
 import { jsonShapeRejection, type JsonPolicy } from './json-policy.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
@@ -23,6 +24,8 @@ export interface ServerDeps {
   /** A reply the client is not reading may wait in memory up to this size; beyond, the connection closes. */
   responseBufferedBytesMax: number;
   jsonPolicy: JsonPolicy;
+  /** Idempotency for keyed POSTs the front end answers itself. */
+  frontIdempotency: FrontIdempotencyStore;
   clockOf: (owner: string) => number;
   /** Faults inside the server (the stack stays here; the client gets a request id). */
   log: (message: string, fields?: Record<string, unknown>) => void;
@@ -258,6 +261,15 @@ export class HttpServer {
       transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
       authorization: incoming.authorization,
     };
+    if (route.method === 'POST' && key !== null && ctx.idempotencyKey !== null && route.idempotent !== true && route.keyedInShard !== true) {
+      // Every POST honours an Idempotency-Key; routes without a shard command keep the result here.
+      const fingerprint = FrontIdempotencyStore.fingerprint(route.method, incoming.path, rawBody);
+      const result = await this.deps.frontIdempotency.run(`${owner}:${ctx.idempotencyKey}`, fingerprint, async () => route.handle(ctx));
+      if (result === 'replay_mismatch') {
+        return { reply: this.errorReply(reject('IDEMPOTENCY_REPLAY', 'This Idempotency-Key was used with a different request; retries must repeat the key and body exactly.')), rate };
+      }
+      return { reply: result, rate };
+    }
     return { reply: await route.handle(ctx), rate };
   }
 
@@ -278,8 +290,10 @@ export class HttpServer {
         return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };
       }
     }
-    if (route.idempotent === true) {
-      if (incoming.idempotencyKey === '') return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
+    if (route.idempotent === true && incoming.idempotencyKey === '') {
+      return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
+    }
+    if (route.method === 'POST' && incoming.idempotencyKey !== '') {
       if (incoming.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX) {
         return { reply: this.errorReply(reject('VALIDATION', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters.`)) };
       }
