@@ -213,7 +213,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   }
   log(`recovered ${config.shards} shard(s) in ${Date.now() - started} ms (${replayed} WAL records replayed)`);
 
-  const deps: ApiDeps = { pool, idempotency, customers, control, clocks };
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
   const router = new Router();
   router.add([
     ...countryRoutes(),
