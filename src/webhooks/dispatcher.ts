@@ -163,29 +163,29 @@ export class Dispatcher {
  */
 export function post(target: ResolvedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
   const pinned: LookupFunction = (_host, options, callback) => {
-    if (options.all === true) callback(null, [{ address: target.address, family: target.family }]);
+    if (options.all === true) callback(null, target.addresses);
     else callback(null, target.address, target.family);
   };
   const client = target.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const request = client.request(
-      {
-        method: 'POST',
-        protocol: target.url.protocol,
-        hostname: target.host,
-        port: target.url.port === '' ? undefined : Number(target.url.port),
-        path: `${target.url.pathname}${target.url.search}`,
-        headers: { ...headers, host: target.url.host, 'content-length': String(Buffer.byteLength(body)) },
-        lookup: pinned,
-        ...(target.url.protocol === 'https:' && !/^[\d.:]+$/.test(target.host) ? { servername: target.host } : {}),
-        agent: false,
-        signal: AbortSignal.timeout(timeoutMs),
-      },
-      (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      },
-    );
+    // `localhost` may answer ::1 first while the receiver listens on 127.0.0.1: each approved address is tried.
+    const options: http.RequestOptions & { autoSelectFamily: boolean } = {
+      method: 'POST',
+      protocol: target.url.protocol,
+      hostname: target.host,
+      port: target.url.port === '' ? undefined : Number(target.url.port),
+      path: `${target.url.pathname}${target.url.search}`,
+      headers: { ...headers, host: target.url.host, 'content-length': String(Buffer.byteLength(body)) },
+      lookup: pinned,
+      autoSelectFamily: true,
+      ...(target.url.protocol === 'https:' && !/^[\d.:]+$/.test(target.host) ? { servername: target.host } : {}),
+      agent: false,
+      signal: AbortSignal.timeout(timeoutMs),
+    };
+    const request = client.request(options, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
     request.on('error', reject);
     request.end(body);
   });

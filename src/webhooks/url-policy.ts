@@ -200,6 +200,8 @@ export interface ResolvedTarget {
   host: string;
   address: string;
   family: 4 | 6;
+  /** Every approved address of the name (tried in order when the first does not answer). */
+  addresses: Array<{ address: string; family: 4 | 6 }>;
 }
 
 /**
@@ -219,6 +221,7 @@ export async function resolveDelivery(raw: string, env: WebhookEnv, lookup: Look
     const kind = classifyAddress(address);
     if (!addressAllowed(kind, env)) return `${host} resolves to a non-public address (${describe(kind)})`;
   }
-  const first = addresses[0]!;
-  return { url, host, address: first.address, family: net.isIPv6(first.address) ? 6 : 4 };
+  const approved = addresses.map(({ address }) => ({ address, family: net.isIPv6(address) ? (6 as const) : (4 as const) }));
+  const first = approved[0]!;
+  return { url, host, address: first.address, family: first.family, addresses: approved };
 }

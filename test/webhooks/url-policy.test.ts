@@ -181,3 +181,18 @@ describe('resolveDelivery', () => {
     }
   });
 });
+
+describe('post: every approved address', () => {
+  it('post: a name answering ::1 first still reaches a receiver that listens on 127.0.0.1 only', async () => {
+    const receiver = http.createServer((_req, res) => res.writeHead(204).end());
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const port = (receiver.address() as AddressInfo).port;
+    try {
+      const target = await resolveDelivery(`http://localhost:${port}/in`, 'test', fixed([['::1', '127.0.0.1']]).lookup);
+      assert.ok(typeof target !== 'string', String(target));
+      assert.equal(await post(target, {}, '{}', 3_000), 204);
+    } finally {
+      receiver.close();
+    }
+  });
+});
