@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
+import { restrictDataDir } from './store/private-files.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret } from './store/control-store.ts';
 import { Authenticator } from './http/auth.ts';
@@ -15,6 +16,7 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { IdempotencyIndex } from './http/idempotency.ts';
 import { Router } from './http/router.ts';
 import { HttpServer } from './http/server.ts';
+import { FrontIdempotencyStore } from './http/idempotency-store.ts';
 import { CustomerIndex } from './api/customer-index.ts';
 import { SandboxClocks } from './api/clocks.ts';
 import type { ApiDeps } from './api/deps.ts';
@@ -139,6 +141,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   await assertPortFree(config_.host, config_.port);
   const config: Readonly<Config> = { ...config_, shards: shardsFor(config_) };
   const debug: Log = logging?.debug ?? (() => {});
+  restrictDataDir(config.dataDir);
   ensureLayout(config.dataDir, config.shards);
   const unlock = lockDataDir(config.dataDir);
   const control = new ControlStore(config.dataDir);
@@ -171,6 +174,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
         debug(`shard ${message.shard}: ${message.batchSizes.length} group commit(s), ${message.walRecords} WAL record(s), ${message.queued} queued`);
       }
     },
+    log,
     onFatal: (message) => {
       // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
       log(`fatal: ${message}`);
@@ -187,6 +191,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     perEndpointMax: config.webhookPerEndpointMax,
     disableAfter: config.webhookDisableAfter,
     tickMs: config.webhookTickMs,
+    urlPolicy: { livePorts: config.webhookLivePorts },
     log,
     onAttempt: (outcome) => {
       metrics.webhook(outcome);
@@ -208,7 +213,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   }
   log(`recovered ${config.shards} shard(s) in ${Date.now() - started} ms (${replayed} WAL records replayed)`);
 
-  const deps: ApiDeps = { pool, idempotency, customers, control, clocks };
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
   const router = new Router();
   router.add([
     ...countryRoutes(),
@@ -220,7 +225,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...checkoutRoutes(deps),
     ...serviceOrderRoutes(deps),
     ...serviceCatalogueRoutes(deps),
-    ...webhookRoutes({ store: webhookStore, dispatcher, clocks }),
+    ...webhookRoutes({ store: webhookStore, dispatcher, clocks, subscriptionsMax: config.webhookSubscriptionsMax, urlPolicy: { livePorts: config.webhookLivePorts } }),
     ...testHelperRoutes(deps),
   ]);
   let openApiJson = '';
@@ -237,6 +242,9 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     auth: new Authenticator(control),
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
     bodyBytesMax: config.bodyBytesMax,
+    frontIdempotency: new FrontIdempotencyStore(webhookStore.db, config.idempotencyRetentionHours * 3_600_000),
+    jsonPolicy: { depthMax: config.jsonDepthMax, membersMax: config.jsonMembersMax },
+    responseBufferedBytesMax: config.responseBufferedBytesMax,
     clockOf: (owner) => clocks.offsetOf(owner),
     // Without a structured logger (benches, embedding) the stack is kept in the line itself.
     log: (message, fields) => (logging === undefined ? log(`${message}\n${(fields?.err as Error | undefined)?.stack ?? ''}`) : logging.error(message, fields?.err, fields)),

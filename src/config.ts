@@ -37,6 +37,14 @@ const ConfigSchema = Type.Object({
   webhookPerEndpointMax: Type.Integer({ minimum: 1, maximum: 64 }),
   webhookDisableAfter: Type.Integer({ minimum: 1, maximum: 10_000 }),
   webhookTickMs: Type.Integer({ minimum: 10, maximum: 60_000 }),
+  jsonDepthMax: Type.Integer({ minimum: 2, maximum: 256 }),
+  jsonMembersMax: Type.Integer({ minimum: 16, maximum: 1_000_000 }),
+  webhookSubscriptionsMax: Type.Integer({ minimum: 1, maximum: 10_000 }),
+  /** Ports a live webhook URL may name besides 443. */
+  webhookLivePorts: Type.Array(Type.Integer({ minimum: 1, maximum: 65535 })),
+  responseBufferedBytesMax: Type.Integer({ minimum: 64 * 1024, maximum: 1024 * 1024 * 1024 }),
+  pinAttemptsMax: Type.Integer({ minimum: 1, maximum: 100 }),
+  pinLockMinutes: Type.Integer({ minimum: 1, maximum: 24 * 60 }),
   logLevel: Type.Union([Type.Literal('silent'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug')]),
   /** SIGTERM/SIGINT: how long in-flight requests may take to finish before the snapshot and exit. */
   drainMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
@@ -87,6 +95,15 @@ function allowedOf(schema: unknown): string {
   return `a ${s.type ?? 'value'}`;
 }
 
+function portsFrom(env: NodeJS.ProcessEnv, name: string): number[] {
+  const raw = env[name] ?? '';
+  return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0).map((s) => {
+    const port = Number(s);
+    if (!Number.isInteger(port)) throw new ConfigError(`config: ${name} must be a comma-separated list of ports, got "${raw}"`);
+    return port;
+  });
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   const config: Config = {
     port: intFrom(env, 'PORT', 8080),
@@ -112,6 +129,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     webhookPerEndpointMax: intFrom(env, 'KOBO_WEBHOOK_PER_ENDPOINT_MAX', 4),
     webhookDisableAfter: intFrom(env, 'KOBO_WEBHOOK_DISABLE_AFTER', 20),
     webhookTickMs: intFrom(env, 'KOBO_WEBHOOK_TICK_MS', 250),
+    jsonDepthMax: intFrom(env, 'KOBO_JSON_DEPTH_MAX', 32),
+    jsonMembersMax: intFrom(env, 'KOBO_JSON_MEMBERS_MAX', 4_096),
+    webhookSubscriptionsMax: intFrom(env, 'KOBO_WEBHOOK_SUBSCRIPTIONS_MAX', 20),
+    webhookLivePorts: portsFrom(env, 'KOBO_WEBHOOK_LIVE_PORTS'),
+    responseBufferedBytesMax: intFrom(env, 'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 4 * 1024 * 1024),
+    pinAttemptsMax: intFrom(env, 'KOBO_PIN_ATTEMPTS_MAX', 5),
+    pinLockMinutes: intFrom(env, 'KOBO_PIN_LOCK_MINUTES', 15),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
     drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),
     metricsToken: env.KOBO_METRICS_TOKEN ?? '',

@@ -14,6 +14,7 @@ import type { IdempotencyIndex } from '../http/idempotency.ts';
 import type { Reply, RequestContext } from '../http/types.ts';
 import type { CustomerIndex } from './customer-index.ts';
 import type { SandboxClocks } from './clocks.ts';
+import type { PinPolicy } from './pin-check.ts';
 
 export interface ApiDeps {
   pool: ShardPool;
@@ -21,6 +22,8 @@ export interface ApiDeps {
   customers: CustomerIndex;
   control: ControlStore;
   clocks: SandboxClocks;
+  /** Wrong-PIN lock (src/api/pin-check.ts); the defaults when absent. */
+  pinPolicy?: PinPolicy;
 }
 
 export function errorOf(rejection: Rejection): Reply {

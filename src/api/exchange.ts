@@ -18,7 +18,8 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
       body: ExchangeQuoteCreate,
       response: ExchangeQuote,
       responseStatus: 201,
-      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      keyedInShard: true,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
         const body = ctx.body as ExchangeQuoteCreate;
         for (const code of [body.from_currency, body.to_currency]) {
@@ -31,7 +32,7 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
         return command(deps, ctx, partition, {
           k: 'fx.quote',
           body: { customerId, fromCurrency: body.from_currency, toCurrency: body.to_currency, fromAmountMinor: body.from_amount_minor },
-        });
+        }, { idempotent: true });
       },
     },
     {

@@ -52,12 +52,13 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       family: 'services',
       body: ServiceQuoteCreate,
       response: ServiceQuote,
-      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN'],
+      keyedInShard: true,
+      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
         const b = ctx.body as ServiceQuoteCreate;
         const prepared = prepare(ctx, b);
         if ('status' in prepared) return prepared;
-        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: serviceRequest(prepared.customerId, b) });
+        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: serviceRequest(prepared.customerId, b) }, { idempotent: true });
       },
     },
     {
@@ -69,7 +70,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       body: ServiceOrderCreate,
       response: ServiceOrderCreated,
       responseStatus: 201,
-      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'PIN_REQUIRED', 'COMPLIANCE_DENIED', 'QUOTE_MISMATCH', 'QUOTE_EXPIRED', 'IDEMPOTENCY_REPLAY', 'IDEMPOTENCY_KEY_REQUIRED', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'FX_QUOTE_UNAVAILABLE', 'METHOD_NOT_SELECTABLE', 'PROVIDER_FAILURE'],
+      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'PIN_REQUIRED', 'PIN_LOCKED', 'COMPLIANCE_DENIED', 'QUOTE_MISMATCH', 'QUOTE_EXPIRED', 'IDEMPOTENCY_REPLAY', 'IDEMPOTENCY_KEY_REQUIRED', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'FX_QUOTE_UNAVAILABLE', 'METHOD_NOT_SELECTABLE', 'PROVIDER_FAILURE'],
       handle: async (ctx) => {
         const b = ctx.body as ServiceOrderCreate;
         // The key may come in the header or the body (the spec allows either); both must then agree.

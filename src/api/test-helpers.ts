@@ -18,9 +18,9 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
     const id = ctx.params.id ?? '';
     const partition = partitionOf(id, 'payment');
     if (isRejection(partition)) return errorOf(partition);
-    if (kind === 'settle') return command(deps, ctx, partition, { k: 'payment.settle', id, source: 'test_helper' });
+    if (kind === 'settle') return command(deps, ctx, partition, { k: 'payment.settle', id, source: 'test_helper' }, { idempotent: true });
     const code = (ctx.body as { failure_code?: string } | undefined)?.failure_code ?? 'PROVIDER_ERROR';
-    return command(deps, ctx, partition, { k: 'payment.fail', id, code, source: 'test_helper' });
+    return command(deps, ctx, partition, { k: 'payment.fail', id, code, source: 'test_helper' }, { idempotent: true });
   };
   return [
     {
@@ -31,7 +31,8 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
       family: 'test_helpers',
       sandboxOnly: true,
       response: Payment,
-      errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
+      keyedInShard: true,
+      errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: outcome('settle'),
     },
     {
@@ -44,7 +45,8 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
       body: PaymentFail,
       bodyOptional: true,
       response: Payment,
-      errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
+      keyedInShard: true,
+      errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: outcome('fail'),
     },
     {

@@ -52,8 +52,9 @@ export function transactionRoutes(deps: ApiDeps): RouteDef[] {
       auth: 'key',
       family: 'transactions',
       response: Transaction,
-      errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
-      handle: byId(deps, 'txn.cancel', false),
+      keyedInShard: true,
+      errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
+      handle: byId(deps, 'txn.cancel', true),
     },
     {
       method: 'POST',

@@ -6,20 +6,9 @@ import { reject } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { Beneficiary, BeneficiaryCreate, Transfer, TransferCreate } from '../schemas/transfer.schema.ts';
 import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf, byIdHandler } from './deps.ts';
-import { verifyPin } from './customers.ts';
+import { pinCheck } from './pin-check.ts';
 
-/** 403 PIN_REQUIRED when the customer has a PIN and the request does not carry it (or the wrong one). */
-export async function pinCheck(deps: ApiDeps, ctx: RequestContext, customerId: string, partition: number): Promise<Reply | null> {
-  const secret = await command(deps, ctx, partition, { k: 'customer.secret', id: customerId });
-  if (secret.json === undefined) return secret;
-  const pinHash = (JSON.parse(secret.json) as { data: { pin_hash: string | null } }).data.pin_hash;
-  if (pinHash === null) return null;
-  if (ctx.transactionAuthorization === null) {
-    return errorOf(reject('PIN_REQUIRED', 'This customer requires a transaction PIN: resend with X-Transaction-Authorization.'));
-  }
-  if (!(await verifyPin(ctx.transactionAuthorization, pinHash))) return errorOf(reject('PIN_REQUIRED', 'The transaction PIN is not correct.'));
-  return null;
-}
+export { pinCheck } from './pin-check.ts';
 
 /**
  * A wallet beneficiary names another customer's wallet (its id as account_number). Its holder is looked
@@ -89,7 +78,7 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
       body: TransferCreate,
       response: Transfer,
       responseStatus: 201,
-      errors: ['VALIDATION', 'PIN_REQUIRED', 'COMPLIANCE_DENIED', 'LIMIT_EXCEEDED', 'INSUFFICIENT_FUNDS', 'FX_QUOTE_UNAVAILABLE', 'CONFLICT', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
+      errors: ['VALIDATION', 'PIN_REQUIRED', 'PIN_LOCKED', 'COMPLIANCE_DENIED', 'LIMIT_EXCEEDED', 'INSUFFICIENT_FUNDS', 'FX_QUOTE_UNAVAILABLE', 'CONFLICT', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_KEY_REQUIRED', 'IDEMPOTENCY_REPLAY'],
       handle: async (ctx) => {
         const body = ctx.body as TransferCreate;
         const badCurrency = currencyProblem(body.currency);

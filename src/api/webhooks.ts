@@ -7,7 +7,7 @@ import { reject } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { Delivery, DeliveriesQuery, Subscription, SubscriptionCreate } from '../schemas/webhook.schema.ts';
 import { isUlid } from '../ids.ts';
-import { urlRejection } from '../webhooks/url-policy.ts';
+import { urlRejection, type UrlPolicyOptions } from '../webhooks/url-policy.ts';
 import type { Delivery as DeliveryRecord, Subscription as SubscriptionRecord, WebhookStore } from '../webhooks/store.ts';
 import type { Dispatcher } from '../webhooks/dispatcher.ts';
 import { errorOf } from './deps.ts';
@@ -53,6 +53,9 @@ export interface WebhookDeps {
   store: WebhookStore;
   dispatcher: Dispatcher;
   clocks: SandboxClocks;
+  /** Active subscriptions an account may hold (KOBO_WEBHOOK_SUBSCRIPTIONS_MAX). */
+  subscriptionsMax: number;
+  urlPolicy: UrlPolicyOptions;
 }
 
 function env(ctx: RequestContext): 'test' | 'live' {
@@ -70,12 +73,16 @@ export function webhookRoutes(deps: WebhookDeps): RouteDef[] {
       body: SubscriptionCreate,
       response: Subscription,
       responseStatus: 201,
-      errors: ['VALIDATION', 'FORBIDDEN'],
+      accountLevel: true,
+      errors: ['VALIDATION', 'FORBIDDEN', 'CONFLICT'],
       handle: (ctx) => {
-        if (ctx.key?.customerId != null) return errorOf(reject('FORBIDDEN', 'A customer-scoped key cannot manage webhooks.'));
         const body = ctx.body as SubscriptionCreate;
-        const refused = urlRejection(body.url, env(ctx));
+        const refused = urlRejection(body.url, env(ctx), deps.urlPolicy);
         if (refused !== null) return errorOf(reject('VALIDATION', refused));
+        const active = deps.store.subscriptions(ctx.owner).filter((s) => s.status === 'active').length;
+        if (active >= deps.subscriptionsMax) {
+          return errorOf(reject('CONFLICT', `This account already has ${active} active webhook subscriptions, the most allowed (${deps.subscriptionsMax}); one subscription can receive many event types.`));
+        }
         const secret = `whsec_${randomBytes(24).toString('base64url')}`;
         const sub = deps.store.createSubscription({ owner: ctx.owner, url: body.url, events: body.events, secret, nowMs: ctx.nowMs });
         return json(201, subscriptionView(sub, true));
@@ -88,6 +95,7 @@ export function webhookRoutes(deps: WebhookDeps): RouteDef[] {
       auth: 'key',
       family: 'webhooks',
       response: Type.Array(Subscription),
+      accountLevel: true,
       handle: (ctx) => json(200, deps.store.subscriptions(ctx.owner).map((s) => subscriptionView(s))),
     },
     {
@@ -98,7 +106,8 @@ export function webhookRoutes(deps: WebhookDeps): RouteDef[] {
       family: 'webhooks',
       query: DeliveriesQuery,
       response: Type.Array(Delivery),
-      errors: ['VALIDATION'],
+      accountLevel: true,
+      errors: ['VALIDATION', 'FORBIDDEN'],
       handle: (ctx) => {
         const q = ctx.query;
         const list = deps.store.deliveries({
@@ -119,7 +128,8 @@ export function webhookRoutes(deps: WebhookDeps): RouteDef[] {
       family: 'webhooks',
       response: Delivery,
       responseStatus: 201,
-      errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT'],
+      accountLevel: true,
+      errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
       handle: (ctx) => {
         const id = ctx.params.id ?? '';
         if (!isUlid(id)) return errorOf(reject('VALIDATION', 'delivery id is not a ULID.'));

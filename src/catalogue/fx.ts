@@ -54,6 +54,13 @@ export function customerRate(from: string, to: string): Rate {
  * fraction of a minor unit stays with the house, so no conversion creates money.
  */
 export function convertMinor(amountMinor: number, from: string, to: string, rate: Rate): number {
+  const result = convertMinorChecked(amountMinor, from, to, rate);
+  if (result === null) throw new RangeError('fx: converted amount exceeds the safe integer range');
+  return result;
+}
+
+/** convertMinor, or null when the converted amount would pass Number.MAX_SAFE_INTEGER (callers reject it). */
+export function convertMinorChecked(amountMinor: number, from: string, to: string, rate: Rate): number | null {
   const expFrom = currencyExponent(from);
   const expTo = currencyExponent(to);
   if (expFrom === undefined || expTo === undefined) throw new Error(`fx: unknown currency ${from} or ${to}`);
@@ -62,8 +69,7 @@ export function convertMinor(amountMinor: number, from: string, to: string, rate
   if (expTo >= expFrom) num *= 10n ** BigInt(expTo - expFrom);
   else den *= 10n ** BigInt(expFrom - expTo);
   const result = num / den; // bigint division truncates; both are positive, so this is floor
-  if (result > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('fx: converted amount exceeds the safe integer range');
-  return Number(result);
+  return result > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(result);
 }
 
 /** A rate as a decimal string with RATE_DIGITS digits after the point (rounded down), for display. */
@@ -78,6 +84,13 @@ export function formatRate(rate: Rate): string {
  * spread, rounded up (ceil), so the house never delivers value it was not paid for.
  */
 export function costInSourceMinor(amountMinor: number, destination: string, source: string): { amountMinor: number; rate: Rate } {
+  const cost = costInSourceMinorChecked(amountMinor, destination, source);
+  if (cost === null) throw new RangeError('fx: converted amount exceeds the safe integer range');
+  return cost;
+}
+
+/** costInSourceMinor, or null when the cost would pass Number.MAX_SAFE_INTEGER (callers reject it). */
+export function costInSourceMinorChecked(amountMinor: number, destination: string, source: string): { amountMinor: number; rate: Rate } | null {
   const mid = midRate(destination, source);
   const rate: Rate = { num: mid.num * (10_000n + SPREAD_BPS), den: mid.den * 10_000n };
   const expFrom = currencyExponent(destination)!;
@@ -87,6 +100,5 @@ export function costInSourceMinor(amountMinor: number, destination: string, sour
   if (expTo >= expFrom) num *= 10n ** BigInt(expTo - expFrom);
   else den *= 10n ** BigInt(expFrom - expTo);
   const result = (num + den - 1n) / den;
-  if (result > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('fx: converted amount exceeds the safe integer range');
-  return { amountMinor: Number(result), rate };
+  return result > BigInt(Number.MAX_SAFE_INTEGER) ? null : { amountMinor: Number(result), rate };
 }

@@ -25,6 +25,9 @@ function isDataDir(dir: string): boolean {
   return fs.existsSync(path.join(dir, 'control.db')) || fs.existsSync(path.join(dir, 'layout.json'));
 }
 
+// Snapshots, backups and any database the CLI opens are as private as the server's own files.
+process.umask(0o077);
+
 const progress = (message: string): void => {
   process.stderr.write(`  … ${message}\n`);
 };

@@ -11,7 +11,9 @@ import { normalizeIp, type Authenticator } from './auth.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from './idempotency.ts';
 import type { Router } from './router.ts';
+import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
+import { jsonShapeRejection, type JsonPolicy } from './json-policy.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 
 export interface ServerDeps {
@@ -19,6 +21,11 @@ export interface ServerDeps {
   auth: Authenticator;
   rateLimiter: RateLimiter;
   bodyBytesMax: number;
+  /** A reply the client is not reading may wait in memory up to this size; beyond, the connection closes. */
+  responseBufferedBytesMax: number;
+  jsonPolicy: JsonPolicy;
+  /** Idempotency for keyed POSTs the front end answers itself. */
+  frontIdempotency: FrontIdempotencyStore;
   clockOf: (owner: string) => number;
   /** Faults inside the server (the stack stays here; the client gets a request id). */
   log: (message: string, fields?: Record<string, unknown>) => void;
@@ -49,6 +56,7 @@ interface Incoming {
 }
 
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
+const INTERNAL_MESSAGE = 'An internal error occurred; it is safe to retry with the same Idempotency-Key.';
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 
 export class HttpServer {
@@ -138,7 +146,7 @@ export class HttpServer {
     }
     const declared = Number(req.getHeader('content-length') || '0');
     if (declared > this.deps.bodyBytesMax) {
-      this.send(res, incoming, this.tooLarge(), undefined, true);
+      this.send(res, incoming, this.tooLarge(), this.rateOfRefused(incoming), true);
       return;
     }
     const chunks: Buffer[] = [];
@@ -150,7 +158,7 @@ export class HttpServer {
       if (received > this.deps.bodyBytesMax) {
         // uWS sets no body limit of its own: refuse as soon as the bound is crossed, and close.
         refused = true;
-        this.send(res, incoming, this.tooLarge(), undefined, true);
+        this.send(res, incoming, this.tooLarge(), this.rateOfRefused(incoming), true);
         return;
       }
       chunks.push(Buffer.from(chunk.slice(0)));
@@ -171,6 +179,22 @@ export class HttpServer {
     return this.errorReply(rejection, { 'WWW-Authenticate': 'Bearer realm="kobo"' });
   }
 
+  /**
+   * The rate decision for a request refused before routing (413): a valid key's budget is charged,
+   * so an authenticated client sees its X-RateLimit-* headers on every answer.
+   */
+  private rateOfRefused(incoming: Incoming): RateDecision | undefined {
+    if (incoming.authorization === '') return undefined;
+    const wallMs = Date.now();
+    const key = this.deps.auth.authenticate(incoming.authorization, wallMs);
+    if ('code' in key) return undefined;
+    return this.deps.rateLimiter.take(key.id, incoming.method !== 'GET', wallMs);
+  }
+
+  private rateLimited(rate: RateDecision): Reply {
+    return this.errorReply(reject('RATE_LIMITED', `Rate limit exceeded; retry in ${rate.resetSeconds} s.`), { 'Retry-After': String(rate.resetSeconds) });
+  }
+
   private async process(res: HttpResponse, incoming: Incoming, rawBody: Buffer): Promise<void> {
     let rate: RateDecision | undefined;
     let reply: Reply;
@@ -180,16 +204,21 @@ export class HttpServer {
       rate = outcome.rate;
     } catch (error) {
       this.deps.log(`request ${incoming.requestId} failed: ${(error as Error).message}`, { req_id: incoming.requestId, route: incoming.route, err: error });
-      reply = this.errorReply(reject('INTERNAL', 'An internal error occurred; it is safe to retry with the same Idempotency-Key.'));
+      reply = this.errorReply(reject('INTERNAL', INTERNAL_MESSAGE));
     }
     this.send(res, incoming, reply, rate, false);
   }
 
   private async handle(incoming: Incoming, rawBody: Buffer): Promise<{ reply: Reply; rate?: RateDecision }> {
     const match = this.deps.router.match(incoming.method, incoming.path);
-    if (match.kind === 'not_found') return { reply: this.errorReply(reject('NOT_FOUND', `No route for ${incoming.method} ${incoming.path}.`)) };
-    if (match.kind === 'method_not_allowed') {
-      return { reply: this.errorReply(reject('METHOD_NOT_ALLOWED', `${incoming.method} is not allowed on ${incoming.path}.`), { Allow: match.allow.join(', ') }) };
+    if (match.kind !== 'found') {
+      const rate = this.rateOfRefused(incoming);
+      if (rate !== undefined && !rate.allowed) return { reply: this.rateLimited(rate), rate };
+      if (match.kind === 'not_found') return { reply: this.errorReply(reject('NOT_FOUND', `No route for ${incoming.method} ${incoming.path}.`)), ...(rate === undefined ? {} : { rate }) };
+      return {
+        reply: this.errorReply(reject('METHOD_NOT_ALLOWED', `${incoming.method} is not allowed on ${incoming.path}.`), { Allow: match.allow.join(', ') }),
+        ...(rate === undefined ? {} : { rate }),
+      };
     }
     const route = match.route;
     incoming.route = route.path;
@@ -204,7 +233,7 @@ export class HttpServer {
       if ('code' in authenticated) {
         // Failed authentications count against the source IP, so guessing keys is rate-limited too.
         const ipRate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
-        if (!ipRate.allowed) return { reply: this.errorReply(reject('RATE_LIMITED', `Rate limit exceeded; retry in ${ipRate.resetSeconds} s.`)), rate: ipRate };
+        if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
         return { reply: this.unauthenticated(authenticated), rate: ipRate };
       }
       key = authenticated;
@@ -212,7 +241,7 @@ export class HttpServer {
     } else {
       rate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
     }
-    if (!rate.allowed) return { reply: this.errorReply(reject('RATE_LIMITED', `Rate limit exceeded; retry in ${rate.resetSeconds} s.`)), rate };
+    if (!rate.allowed) return { reply: this.rateLimited(rate), rate };
     const refused = this.preflight(route, key, incoming, rawBody);
     if ('reply' in refused) return { reply: refused.reply, rate };
     const owner = key === null ? 'public:public' : `${key.env}:${key.account}`;
@@ -232,6 +261,15 @@ export class HttpServer {
       transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
       authorization: incoming.authorization,
     };
+    if (route.method === 'POST' && key !== null && ctx.idempotencyKey !== null && route.idempotent !== true && route.keyedInShard !== true) {
+      // Every POST honours an Idempotency-Key; routes without a shard command keep the result here.
+      const fingerprint = FrontIdempotencyStore.fingerprint(route.method, incoming.path, rawBody);
+      const result = await this.deps.frontIdempotency.run(`${owner}:${ctx.idempotencyKey}`, fingerprint, async () => route.handle(ctx));
+      if (result === 'replay_mismatch') {
+        return { reply: this.errorReply(reject('IDEMPOTENCY_REPLAY', 'This Idempotency-Key was used with a different request; retries must repeat the key and body exactly.')), rate };
+      }
+      return { reply: result, rate };
+    }
     return { reply: await route.handle(ctx), rate };
   }
 
@@ -245,12 +283,17 @@ export class HttpServer {
     if (key !== null) {
       const denied = this.deps.auth.authorize(key, route, incoming.ip);
       if (denied !== null) return { reply: this.errorReply(denied) };
+      if (route.accountLevel === true && key.customerId !== null) {
+        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks).')) };
+      }
       if (route.sandboxOnly === true && key.env !== 'test') {
         return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };
       }
     }
-    if (route.idempotent === true) {
-      if (incoming.idempotencyKey === '') return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
+    if (route.idempotent === true && incoming.idempotencyKey === '') {
+      return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
+    }
+    if (route.method === 'POST' && incoming.idempotencyKey !== '') {
       if (incoming.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX) {
         return { reply: this.errorReply(reject('VALIDATION', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters.`)) };
       }
@@ -260,6 +303,8 @@ export class HttpServer {
       if (!/^application\/json\s*(;|$)/i.test(incoming.contentType)) {
         return { reply: this.errorReply(reject('UNSUPPORTED_MEDIA_TYPE', 'Send JSON bodies with Content-Type: application/json.')) };
       }
+      const shape = jsonShapeRejection(rawBody, this.deps.jsonPolicy);
+      if (shape !== null) return { reply: this.errorReply(shape) };
       try {
         body = JSON.parse(rawBody.toString('utf8'));
       } catch {
@@ -282,9 +327,17 @@ export class HttpServer {
     return { body, query };
   }
 
+  /** A 500 never carries internal text to the client: the detail goes to the log with the request id. */
+  private internal(incoming: Incoming, reply: Reply): Reply {
+    if (reply.error?.message === INTERNAL_MESSAGE) return reply;
+    this.deps.log(`request ${incoming.requestId} ${incoming.method} ${incoming.path} answered 500: ${reply.error?.message ?? reply.json ?? ''}`);
+    return this.errorReply(reject('INTERNAL', INTERNAL_MESSAGE));
+  }
+
   private send(res: HttpResponse, incoming: Incoming, reply: Reply, rate: RateDecision | undefined, close_: boolean): void {
     if (incoming.aborted) return;
     const close = close_ || this.draining;
+    if (reply.status === 500) reply = this.internal(incoming, reply);
     const body = reply.json ?? JSON.stringify({ error: { code: reply.error?.code ?? 'INTERNAL', message: reply.error?.message ?? '', request_id: incoming.requestId } });
     res.cork(() => {
       res.writeStatus(STATUS_LINE.get(reply.status) ?? `${reply.status} Unknown`);
@@ -297,7 +350,8 @@ export class HttpServer {
       if (reply.headers !== undefined) {
         for (const [name, value] of Object.entries(reply.headers)) if (name !== 'Content-Type') res.writeHeader(name, value);
       }
-      res.end(body, close);
+      if (close) res.end(body, true);
+      else this.writeBody(res, incoming, body);
     });
     incoming.aborted = true; // the response is finished: uWS forbids touching it again
     this.settle(incoming);
@@ -309,6 +363,35 @@ export class HttpServer {
       status: reply.status,
       durationMs: performance.now() - incoming.startedMs,
       ip: incoming.ip,
+    });
+  }
+
+  /**
+   * Writes the body without letting a client that does not read make the server buffer for it:
+   * `end()` would complete the response and let uWS parse the next pipelined request, piling up
+   * replies nobody reads. `tryEnd` leaves a response that does not fit pending, and uWS reads no
+   * further request on that connection until it drains, so at most one reply per connection waits
+   * here; one larger than `responseBufferedBytesMax` closes the connection.
+   */
+  private writeBody(res: HttpResponse, incoming: Incoming, body: string): void {
+    const totalBytes = Buffer.byteLength(body);
+    const startOffset = res.getWriteOffset();
+    const [ok, done] = res.tryEnd(body, totalBytes);
+    if (ok || done) return;
+    if (totalBytes - (res.getWriteOffset() - startOffset) > this.deps.responseBufferedBytesMax) {
+      this.deps.log(`request ${incoming.requestId}: the client is not reading its reply; closing the connection`);
+      res.close();
+      return;
+    }
+    const bytes = Buffer.from(body);
+    let gone = false;
+    res.onAborted(() => {
+      gone = true;
+    });
+    res.onWritable((offset) => {
+      if (gone) return true;
+      const [sent, finished] = res.tryEnd(bytes.subarray(offset - startOffset), totalBytes);
+      return sent || finished;
     });
   }
 }

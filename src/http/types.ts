@@ -40,6 +40,13 @@ export interface RouteDef {
   /** Money-moving POST: needs an Idempotency-Key; the first result is stored and replayed. */
   idempotent?: boolean;
   sandboxOnly?: boolean;
+  /**
+   * The route's command stores an Idempotency-Key's result in the shard (optional key). Every other
+   * keyed POST without `idempotent` gets the front end's store (src/http/idempotency-store.ts).
+   */
+  keyedInShard?: boolean;
+  /** Account-level resource (webhooks): a customer-scoped key gets 403. */
+  accountLevel?: boolean;
   body?: TSchema;
   /** The body may be left out entirely (validated against `body` when present). */
   bodyOptional?: boolean;

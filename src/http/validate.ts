@@ -3,6 +3,7 @@
 // Invariant: a request that fails its schema never reaches a shard.
 import type { Validator } from 'typebox/compile';
 import { reject, type Rejection } from '../errors.ts';
+import { SAFE_TEXT_PATTERN, SAFE_TEXT_RULE } from '../schemas/common.schema.ts';
 
 interface SchemaError {
   keyword: string;
@@ -31,6 +32,11 @@ function describe(error: SchemaError, where: string): string {
       const type = String(error.params.type);
       return `${field || where} must be ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
     }
+    case 'pattern':
+      if (error.params.pattern === SAFE_TEXT_PATTERN) return `${field || where} ${SAFE_TEXT_RULE}`;
+      return `${field || where} ${error.message}`;
+    case 'propertyNames':
+      return `${field || where} has a key that is not allowed (keys ${SAFE_TEXT_RULE}, 1 to 64 characters)`;
     case 'minimum':
       return `${field} must be at least ${String(error.params.limit ?? error.params.minimum ?? '')}`.trim();
     default:
@@ -44,6 +50,7 @@ export function validate(validator: Validator, value: unknown, where: 'body' | '
   const errors = [...validator.Errors(value)] as SchemaError[];
   // A boolean `false` sub-schema error duplicates the additionalProperties one; prefer the specific error.
   const useful = errors.filter((e) => e.keyword !== 'boolean');
-  const first = useful.find((e) => e.keyword === 'required') ?? useful[0] ?? errors[0];
+  // A bad key is reported on its object (never echoing the key, which may hold control characters).
+  const first = useful.find((e) => e.keyword === 'required') ?? useful.find((e) => e.keyword === 'propertyNames') ?? useful[0] ?? errors[0];
   return reject('VALIDATION', first === undefined ? `invalid ${where}` : describe(first, where));
 }

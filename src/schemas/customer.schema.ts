@@ -2,13 +2,13 @@
 // Any thread. PATCH fields are all optional; `pin` is write-only and stored as a slow salted hash.
 // Invariant: a customer's phone is E.164 and its email is unique per account (checked beyond the schema).
 import Type, { type Static } from 'typebox';
-import { CountryCode, CurrencyCode, Timestamp, Ulid } from './common.schema.ts';
+import { CountryCode, CurrencyCode, Timestamp, Ulid, SafeText } from './common.schema.ts';
 
 export const CustomerCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
-    email: Type.String({ minLength: 3, maxLength: 254 }),
-    phone: Type.String({ minLength: 4, maxLength: 20, description: 'E.164, e.g. +2348031234567' }),
+    name: SafeText({ minLength: 1, maxLength: 200 }),
+    email: SafeText({ minLength: 3, maxLength: 254 }),
+    phone: SafeText({ minLength: 4, maxLength: 20, description: 'E.164, e.g. +2348031234567' }),
     country_code: CountryCode,
   },
   { additionalProperties: false },
@@ -17,9 +17,9 @@ export type CustomerCreate = Static<typeof CustomerCreate>;
 
 export const CustomerPatch = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    email: Type.Optional(Type.String({ minLength: 3, maxLength: 254 })),
-    phone: Type.Optional(Type.String({ minLength: 4, maxLength: 20 })),
+    name: Type.Optional(SafeText({ minLength: 1, maxLength: 200 })),
+    email: Type.Optional(SafeText({ minLength: 3, maxLength: 254 })),
+    phone: Type.Optional(SafeText({ minLength: 4, maxLength: 20 })),
     pin: Type.Optional(Type.Union([Type.String({ pattern: '^[0-9]{4,6}$' }), Type.Null()], { description: '4-6 digit transaction PIN; null removes it' })),
     tier: Type.Optional(Type.Union([Type.Literal('tier_1'), Type.Literal('tier_2'), Type.Literal('tier_3')])),
     kyc_level: Type.Optional(Type.Integer({ minimum: 0, maximum: 3 })),

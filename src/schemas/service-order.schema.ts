@@ -2,9 +2,11 @@
 // Order status projection). Any thread.
 // Invariant: provider_cost_minor is a positive integer in the service country's currency.
 import Type, { type Static } from 'typebox';
-import { AmountMinor, CountryCode, CurrencyCode, Nullable, Timestamp, Ulid } from './common.schema.ts';
+import { AmountMinor, CountryCode, CurrencyCode, Nullable, Timestamp, Ulid, SafeText } from './common.schema.ts';
 
-const Code = Type.String({ minLength: 1, maxLength: 64 });
+const Code = SafeText({ minLength: 1, maxLength: 64 });
+/** Free-form objects the caller stores with an order: their keys are text a person will read. */
+const MetadataKey = SafeText({ minLength: 1, maxLength: 64 });
 
 export const ServiceQuoteCreate = Type.Object(
   {
@@ -13,8 +15,8 @@ export const ServiceQuoteCreate = Type.Object(
     country_code: CountryCode,
     service_code: Code,
     payment_method: Type.Optional(Code),
-    phone: Type.Optional(Type.String({ minLength: 4, maxLength: 20 })),
-    account_ref: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    phone: Type.Optional(SafeText({ minLength: 4, maxLength: 20 })),
+    account_ref: Type.Optional(SafeText({ minLength: 1, maxLength: 64 })),
     operator_code: Type.Optional(Code),
     meter_type: Type.Optional(Code),
     promotion_code: Type.Optional(Code),
@@ -31,15 +33,15 @@ export const ServiceOrderCreate = Type.Object(
     provider_cost_minor: AmountMinor,
     currency: CurrencyCode,
     payment_method: Code,
-    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    idempotency_key: Type.Optional(SafeText({ minLength: 1, maxLength: 255 })),
     quote_id: Type.Optional(Ulid),
     product_code: Type.Optional(Code),
     operator_code: Type.Optional(Code),
     meter_type: Type.Optional(Code),
-    account_ref: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    phone: Type.Optional(Type.String({ minLength: 4, maxLength: 20 })),
-    validation_snapshot: Type.Optional(Type.Object({}, { additionalProperties: true })),
-    metadata: Type.Optional(Type.Object({}, { additionalProperties: true, maxProperties: 50 })),
+    account_ref: Type.Optional(SafeText({ minLength: 1, maxLength: 64 })),
+    phone: Type.Optional(SafeText({ minLength: 4, maxLength: 20 })),
+    validation_snapshot: Type.Optional(Type.Object({}, { additionalProperties: true, propertyNames: MetadataKey })),
+    metadata: Type.Optional(Type.Object({}, { additionalProperties: true, maxProperties: 50, propertyNames: MetadataKey })),
     promotion_code: Type.Optional(Code),
     customer_id: Type.Optional(Ulid),
   },

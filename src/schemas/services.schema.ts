@@ -4,7 +4,7 @@
 // Invariant: validate's country_code and account_ref are optional here so that their absence is the
 // spec's 422 VALIDATION_ERROR, decided by the handler, not the schema's 400.
 import Type, { type Static } from 'typebox';
-import { CountryCode, Nullable, Ulid } from './common.schema.ts';
+import { CountryCode, Nullable, SafeText, Ulid } from './common.schema.ts';
 
 const QueryCountry = Type.String({ pattern: '^[A-Za-z]{2}$', description: 'Service country, ISO 3166-1 alpha-2' });
 const QueryCustomer = Type.Optional(Ulid);
@@ -35,17 +35,17 @@ export const ServicePlansQuery = Type.Object({
   customer_id: QueryCustomer,
   operator: Type.Optional(OperatorCodeInput),
   kind: Type.Optional(Type.Union([Type.Literal('plans'), Type.Literal('packages'), Type.Literal('rates')])),
-  phone: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'Destination number (escape + as %2B)' })),
-  account_ref: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  phone: Type.Optional(SafeText({ minLength: 1, maxLength: 32, description: 'Destination number (escape + as %2B)' })),
+  account_ref: Type.Optional(SafeText({ minLength: 1, maxLength: 64 })),
 }, { additionalProperties: false });
 
 export const ServiceValidateBody = Type.Object({
   country_code: Type.Optional(CountryCode),
-  account_ref: Type.Optional(Type.String({ maxLength: 254 })),
+  account_ref: Type.Optional(SafeText({ maxLength: 254 })),
   operator_code: Type.Optional(OperatorCodeInput),
   product_code: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' })),
   meter_type: Type.Optional(Type.String({ pattern: '^[a-z_]{1,20}$' })),
-  phone: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+  phone: Type.Optional(SafeText({ minLength: 1, maxLength: 32 })),
   customer_id: Type.Optional(Ulid),
 }, { additionalProperties: false });
 export type ServiceValidateBody = Static<typeof ServiceValidateBody>;

@@ -3,7 +3,7 @@
 // (bank_transfer) or inline wallet debits (wallet).
 // Invariant: types and statuses here are exactly the spec's.
 import Type, { type Static } from 'typebox';
-import { AmountMinor, CurrencyCode, Nullable, Reference, Timestamp, Ulid } from './common.schema.ts';
+import { AmountMinor, CurrencyCode, Nullable, Reference, Timestamp, Ulid, SafeText } from './common.schema.ts';
 
 export const TransactionCreate = Type.Object(
   {
@@ -47,7 +47,7 @@ export const PaymentCreate = Type.Object(
     customer_id: Ulid,
     amount_minor: AmountMinor,
     currency: CurrencyCode,
-    method: Type.String({ minLength: 1, maxLength: 32 }),
+    method: SafeText({ minLength: 1, maxLength: 32 }),
     reference: Type.Optional(Reference),
   },
   { additionalProperties: false },

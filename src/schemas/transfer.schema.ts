@@ -2,14 +2,14 @@
 // Any thread. A mobile_money beneficiary's account_number is the E.164 phone and bank_code its operator.
 // Invariant: amount_minor is a positive integer; the fee is charged on top and held with it.
 import Type, { type Static } from 'typebox';
-import { AmountMinor, CountryCode, CurrencyCode, Nullable, Timestamp, Ulid } from './common.schema.ts';
+import { AmountMinor, CountryCode, CurrencyCode, Nullable, Timestamp, Ulid, SafeText } from './common.schema.ts';
 
 export const BeneficiaryCreate = Type.Object(
   {
     customer_id: Type.Optional(Ulid),
     type: Type.Union([Type.Literal('bank_account'), Type.Literal('mobile_money'), Type.Literal('wallet')]),
-    bank_code: Type.Optional(Type.String({ minLength: 1, maxLength: 16, description: 'national bank code, or mobile-money operator code' })),
-    account_number: Type.Optional(Type.String({ minLength: 1, maxLength: 34 })),
+    bank_code: Type.Optional(SafeText({ minLength: 1, maxLength: 16, description: 'national bank code, or mobile-money operator code' })),
+    account_number: Type.Optional(SafeText({ minLength: 1, maxLength: 34 })),
     currency: CurrencyCode,
     country: Type.Optional(CountryCode),
   },
@@ -38,7 +38,7 @@ export const TransferCreate = Type.Object(
     beneficiary_id: Ulid,
     amount_minor: AmountMinor,
     currency: CurrencyCode,
-    narration: Type.Optional(Type.String({ minLength: 1, maxLength: 140 })),
+    narration: Type.Optional(SafeText({ minLength: 1, maxLength: 140 })),
     quote_id: Type.Optional(Ulid),
   },
   { additionalProperties: false },

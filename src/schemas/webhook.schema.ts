@@ -3,13 +3,13 @@
 // Invariant: a subscription names only the spec's event types.
 import Type, { type Static } from 'typebox';
 import { EVENT_TYPES } from '../shard/state.ts';
-import { Nullable, Timestamp, Ulid } from './common.schema.ts';
+import { Nullable, Timestamp, Ulid, SafeText } from './common.schema.ts';
 
 const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)));
 
 export const SubscriptionCreate = Type.Object(
   {
-    url: Type.String({ minLength: 8, maxLength: 2048 }),
+    url: SafeText({ minLength: 8, maxLength: 2048 }),
     events: Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
   },
   { additionalProperties: false },

@@ -8,7 +8,7 @@ import { reject } from '../errors.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
 import { isStoredResult, type PartitionState, type StoredReply } from './state.ts';
-import { createCustomer, getCustomer, getWallet, updateCustomer } from './handlers/customers.ts';
+import { createCustomer, getCustomer, getWallet, recordPinFailure, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
 import { createServiceQuote } from './handlers/service-quotes.ts';
@@ -55,6 +55,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'fx.quote': return createQuote(ctx, cmd);
     case 'fx.execute': return executeExchange(ctx, cmd);
     case 'customer.secret': return customerSecret(ctx, cmd);
+    case 'customer.pin_failed': return recordPinFailure(ctx, cmd);
     case 'beneficiary.create': return createBeneficiary(ctx, cmd);
     case 'beneficiary.get': return getBeneficiary(ctx, cmd);
     case 'transfer.create': return createTransfer(ctx, cmd);
@@ -116,7 +117,9 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   } catch (error) {
     // Handlers only read state, so a throw here changed nothing: answer 500 rather than take the
     // shard (and every partition on it) down. A throw while *applying* events still stops the shard.
-    return { reply: { status: 500, error: { code: 'INTERNAL', message: `The command failed: ${(error as Error).message}` } }, events: [], effects: [] };
+    // The detail goes to the log (stderr) only; the front end answers the client a generic 500.
+    console.error(`shard: command ${cmd.k} failed: ${(error as Error).stack ?? String(error)}`);
+    return { reply: { status: 500, error: { code: 'INTERNAL', message: 'The command failed.' } }, events: [], effects: [] };
   }
   for (const event of outcome.events) applyEvent(state, event);
   const reply = outcome.reply(state);

@@ -32,6 +32,8 @@ export type WalEvent =
   | { t: 'customer.created'; customer: Customer }
   | { t: 'customer.updated'; id: string; patch: CustomerPatch; atMs: number }
   | { t: 'customer.usage'; id: string; day: number; currency: string; deltaMinor: number }
+  /** A wrong transaction PIN: durable, so a restart does not lift a PIN lock. */
+  | { t: 'customer.pin_failed'; id: string; atMs: number }
   | { t: 'wallet.opened'; wallet: Wallet }
   | { t: 'txn.created'; txn: Transaction }
   | {
@@ -87,6 +89,9 @@ function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): voi
   }
 }
 
+/** Wrong PINs remembered per customer: enough for any KOBO_PIN_ATTEMPTS_MAX (at most 100). */
+export const PIN_FAILURES_KEPT = 100;
+
 export function applyEvent(state: PartitionState, event: WalEvent): void {
   switch (event.t) {
     case 'customer.created':
@@ -109,6 +114,12 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       }
       const next = (customer.usageMinor[event.currency] ?? 0) + event.deltaMinor;
       customer.usageMinor[event.currency] = Math.max(0, next);
+      return;
+    }
+    case 'customer.pin_failed': {
+      const customer = state.customers.get(event.id);
+      assert(customer !== undefined, 'apply: customer missing');
+      customer.pinFailuresAtMs = [...(customer.pinFailuresAtMs ?? []), event.atMs].slice(-PIN_FAILURES_KEPT);
       return;
     }
     case 'wallet.opened': {

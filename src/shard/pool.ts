@@ -25,6 +25,8 @@ export interface PoolOptions {
   quoteSweepMs: number;
   clockOffsets: Array<[string, number]>;
   onFatal: (message: string) => void;
+  /** Faults that fail one command but not the process (e.g. a command that cannot be cloned). */
+  log?: (message: string) => void;
   /** Outbox events a shard made durable, for the webhook dispatcher. */
   onOutbox: (events: OutboxEvent[]) => void;
   /** A shard's measurements of the last second (group commits, fsync, WAL records, snapshots, rails). */
@@ -154,7 +156,10 @@ export class ShardPool {
     this.outgoing.forEach((items, shard) => {
       if (items.length === 0) return;
       this.outgoing[shard] = [];
-      this.workers[shard]!.postMessage({ type: 'commands', items } satisfies MainToShard);
+      if (this.post(shard, items)) return;
+      // The batch could not be cloned (one command the structured clone refuses): send each alone,
+      // so only the offending command fails and the rest of the batch runs.
+      for (const item of items) if (!this.post(shard, [item])) this.failSend(item.n);
     });
   }
 
@@ -181,6 +186,25 @@ export class ShardPool {
       });
     });
     return (await Promise.all(answers)).every(Boolean);
+  }
+
+  private post(shard: number, items: Array<{ n: number; cmd: Command }>): boolean {
+    try {
+      this.workers[shard]!.postMessage({ type: 'commands', items } satisfies MainToShard);
+      return true;
+    } catch (error) {
+      if (items.length === 1) this.options.log?.(`shard ${shard}: command ${items[0]!.cmd.k} could not be sent: ${(error as Error).message}`);
+      return false;
+    }
+  }
+
+  /** A command that never reached its shard changed nothing: its caller gets 500, the process lives. */
+  private failSend(n: number): void {
+    const waiter = this.pending.get(n);
+    if (waiter === undefined) return;
+    this.pending.delete(n);
+    this.inFlight[waiter.shard]! -= 1;
+    waiter.resolve({ status: 500, error: { code: 'INTERNAL', message: 'The command could not be handed to its shard.' } });
   }
 
   broadcastClock(owner: string, offsetMs: number): void {

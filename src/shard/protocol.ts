@@ -68,6 +68,7 @@ export type CommandBody =
   | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
   | { k: 'fx.execute'; quoteId: string; /** the customer named in the request, if any: must be the quote's */ customerId?: string | null }
   | { k: 'customer.secret'; id: string }
+  | { k: 'customer.pin_failed'; id: string }
   | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null; /** wallet: the holder's name, resolved by the front end from the wallet's partition */ resolvedName: string | null } }
   | { k: 'wallet.resolve'; id: string }
   | { k: 'transfer.credit'; transferId: string; walletId: string; amountMinor: number; currency: string }

@@ -26,6 +26,8 @@ export interface Customer {
   tier: Tier;
   kycLevel: number;
   pinHash: string | null;
+  /** Sandbox-clock times of the latest wrong PINs (at most PIN_FAILURES_KEPT); absent before any. */
+  pinFailuresAtMs?: number[];
   /** currency → wallet id */
   wallets: Record<string, string>;
   usageDay: number;

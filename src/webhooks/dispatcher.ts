@@ -5,7 +5,10 @@
 // Invariant: at-least-once: a delivery is marked done only after a 200/201/202/204 within the timeout.
 import type { OutboxEvent } from '../shard/state.ts';
 import { partitionOfId } from '../ids.ts';
-import { deliveryRejection } from './url-policy.ts';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { resolveDelivery, systemLookup, type LookupAll, type ResolvedTarget, type UrlPolicyOptions } from './url-policy.ts';
 import { ATTEMPTS_MAX, SUCCESS_STATUSES, nextAttemptAtMs } from './schedule.ts';
 import { signature } from './verify-webhook.ts';
 import type { AttemptResult, Delivery, Subscription, WebhookStore } from './store.ts';
@@ -21,6 +24,9 @@ export interface DispatcherOptions {
   disableAfter: number;
   tickMs: number;
   dueBatchMax?: number;
+  /** Name resolution for deliveries (injectable: tests need no DNS). */
+  lookup?: LookupAll;
+  urlPolicy?: UrlPolicyOptions;
   log: (message: string) => void;
   /** Each attempt's outcome (delivered, rejected, timeout, error), for metrics. */
   onAttempt?: (outcome: 'delivered' | 'rejected' | 'timeout' | 'error') => void;
@@ -96,26 +102,19 @@ export class Dispatcher {
     let error: string | null = null;
     const env = subscription.owner.startsWith('test:') ? 'test' : 'live';
     try {
-      const refused = await deliveryRejection(subscription.url, env);
-      if (refused !== null) throw new Error(refused);
-      const response = await fetch(subscription.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'kobo-webhooks/1',
-          'x-service-signature': signature(subscription.secret, timestamp, body),
-          'x-service-timestamp': timestamp,
-        },
-        body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-      });
-      statusCode = response.status;
-      await response.body?.cancel();
+      const target = await resolveDelivery(subscription.url, env, this.options.lookup ?? systemLookup, this.options.urlPolicy);
+      if (typeof target === 'string') throw new Error(target);
+      statusCode = await post(target, {
+        'content-type': 'application/json',
+        'user-agent': 'kobo-webhooks/1',
+        'x-service-signature': signature(subscription.secret, timestamp, body),
+        'x-service-timestamp': timestamp,
+      }, body, this.options.timeoutMs);
       if (!SUCCESS_STATUSES.has(statusCode)) error = statusCode >= 300 && statusCode < 400 ? 'redirects are not followed' : `HTTP ${statusCode}`;
     } catch (cause) {
       const e = cause as Error;
-      error = e.name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs} ms` : e.message;
+      const timedOut = e.name === 'TimeoutError' || (e.name === 'AbortError' && (e.cause as Error | undefined)?.name === 'TimeoutError');
+      error = timedOut ? `no answer within ${this.options.timeoutMs} ms` : e.message;
     }
     const ok = error === null;
     this.options.onAttempt?.(ok ? 'delivered' : statusCode !== null ? 'rejected' : error?.startsWith('no answer within') === true ? 'timeout' : 'error');
@@ -155,4 +154,39 @@ export class Dispatcher {
     this.running.delete(deliveryId);
     this.inFlight.set(subscriptionId, Math.max(0, (this.inFlight.get(subscriptionId) ?? 1) - 1));
   }
+}
+
+/**
+ * POSTs `body` to the approved address: the socket connects to `target.address` (a lookup that
+ * answers only that), while Host and TLS SNI carry the name. Redirects are never followed; the
+ * response body is discarded. Resolves with the status code.
+ */
+export function post(target: ResolvedTarget, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
+  const pinned: LookupFunction = (_host, options, callback) => {
+    if (options.all === true) callback(null, target.addresses);
+    else callback(null, target.address, target.family);
+  };
+  const client = target.url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    // `localhost` may answer ::1 first while the receiver listens on 127.0.0.1: each approved address is tried.
+    const options: http.RequestOptions & { autoSelectFamily: boolean } = {
+      method: 'POST',
+      protocol: target.url.protocol,
+      hostname: target.host,
+      port: target.url.port === '' ? undefined : Number(target.url.port),
+      path: `${target.url.pathname}${target.url.search}`,
+      headers: { ...headers, host: target.url.host, 'content-length': String(Buffer.byteLength(body)) },
+      lookup: pinned,
+      autoSelectFamily: true,
+      ...(target.url.protocol === 'https:' && !/^[\d.:]+$/.test(target.host) ? { servername: target.host } : {}),
+      agent: false,
+      signal: AbortSignal.timeout(timeoutMs),
+    };
+    const request = client.request(options, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
 }

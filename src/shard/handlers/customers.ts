@@ -78,6 +78,13 @@ export function updateCustomer(ctx: HandlerContext, cmd: Command & { k: 'custome
   };
 }
 
+/** Records a wrong transaction PIN (the front end decides locks from the recorded times). */
+export function recordPinFailure(ctx: HandlerContext, cmd: Command & { k: 'customer.pin_failed' }): Outcome {
+  const customer = customerFor(ctx, cmd, cmd.id);
+  if (isRejection(customer)) return rejected(customer);
+  return { events: [{ t: 'customer.pin_failed', id: customer.id, atMs: ctx.nowMs }], reply: () => okReply(200, { recorded: true }) };
+}
+
 export function getWallet(ctx: HandlerContext, cmd: Command & { k: 'wallet.get' }): Outcome {
   const wallet = walletOf(ctx.state, cmd.id);
   const denied = accessRejection(cmd, wallet, 'wallet');

@@ -3,7 +3,7 @@
 // Invariant: the customer receives convertMinor(from) rounded down; the fraction stays in fx_position.
 import { reject } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { convertMinor, customerRate, formatRate, midRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
+import { convertMinorChecked, customerRate, formatRate, midRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
@@ -62,7 +62,10 @@ export function createQuote(ctx: HandlerContext, cmd: Command & { k: 'fx.quote' 
     return rejected(reject('VALIDATION', `Exchange is not enabled for ${customer.countryCode} customers.`));
   }
   const rate = customerRate(b.fromCurrency, b.toCurrency);
-  const toAmountMinor = convertMinor(b.fromAmountMinor, b.fromCurrency, b.toCurrency, rate);
+  const toAmountMinor = convertMinorChecked(b.fromAmountMinor, b.fromCurrency, b.toCurrency, rate);
+  if (toAmountMinor === null) {
+    return rejected(reject('VALIDATION', `from_amount_minor is too large: converted to ${b.toCurrency} it passes the largest amount kobo can hold (${Number.MAX_SAFE_INTEGER} minor units).`));
+  }
   if (toAmountMinor < 1) return rejected(reject('VALIDATION', 'from_amount_minor is too small to convert into one minor unit.'));
   const quote: ExchangeQuote = {
     id: ctx.mintId(),

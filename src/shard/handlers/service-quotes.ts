@@ -5,7 +5,7 @@
 // customer_amount_minor = converted_amount_minor + fee_minor; discounts come off the fee.
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { costInSourceMinor, formatRate } from '../../catalogue/fx.ts';
+import { costInSourceMinor, costInSourceMinorChecked, formatRate } from '../../catalogue/fx.ts';
 import { accountRefProblem, purchaseRejection } from '../../catalogue/services-resolve.ts';
 import { validatePhone } from '../../catalogue/services-phone.ts';
 import { checkRecipient, snapshotRejection, type ValidationSnapshot } from '../../catalogue/services-recipient.ts';
@@ -177,9 +177,13 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     if (found === undefined) return reject('VALIDATION', `promotion_code ${req.promotionCode} is not valid for ${svc.code} in ${svc.country}.`);
     discountDest = Math.min(found, baseFeeDest);
   }
-  const toSource = (amountMinor: number): number => (!cross || amountMinor === 0 ? amountMinor : costInSourceMinor(amountMinor, svc.currency, source).amountMinor);
+  const toSource = (amountMinor: number): number | null => (!cross || amountMinor === 0 ? amountMinor : (costInSourceMinorChecked(amountMinor, svc.currency, source)?.amountMinor ?? null));
   const converted = toSource(req.providerCostMinor);
   const fee = toSource(baseFeeDest - discountDest);
+  const discount = toSource(discountDest);
+  if (converted === null || fee === null || discount === null || !Number.isSafeInteger(converted + fee)) {
+    return reject('VALIDATION', `provider_cost_minor is too large: with its fee in ${source} it passes the largest amount kobo can hold (${Number.MAX_SAFE_INTEGER} minor units).`);
+  }
   const bounds = methodBoundsRejection(customer, method, converted + fee);
   if (bounds !== null) return bounds;
   return {
@@ -188,7 +192,7 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     destinationCurrency: svc.currency,
     convertedAmountMinor: converted,
     feeMinor: fee,
-    discountMinor: toSource(discountDest),
+    discountMinor: discount,
     customerAmountMinor: converted + fee,
     fxRate: cross ? formatRate(costInSourceMinor(1, svc.currency, source).rate) : null,
     crossCurrency: cross,

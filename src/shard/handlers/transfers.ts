@@ -75,7 +75,7 @@ export function transferView(t: Transfer): object {
 export function customerSecret(ctx: HandlerContext, cmd: Command & { k: 'customer.secret' }): Outcome {
   const customer = customerFor(ctx, cmd, cmd.id);
   if (isRejection(customer)) return rejected(customer);
-  return { events: [], reply: () => okReply(200, { pin_hash: customer.pinHash }) };
+  return { events: [], reply: () => okReply(200, { pin_hash: customer.pinHash, pin_failures_at_ms: customer.pinFailuresAtMs ?? [] }) };
 }
 
 export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.create' }): Outcome {

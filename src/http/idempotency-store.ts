@@ -1,0 +1,65 @@
+// Idempotency for POSTs the front end answers itself (webhook subscriptions, redeliver, the sandbox
+// clock, rail switches, recipient validation): the first result per key is kept in sqlite (webhooks.db)
+// and replayed; the same key with another request is 409 IDEMPOTENCY_REPLAY. Main thread.
+// Shard-executed POSTs keep their records in the shard's WAL instead (src/shard/dispatch.ts).
+// Invariant: two requests with one key never both execute; the second waits and gets the first's result.
+import { createHash } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import { isStoredResult, type StoredReply } from '../shard/state.ts';
+
+interface Row {
+  fingerprint: string;
+  status: number;
+  body: string;
+}
+
+/** Inserts between sweeps of records past retention. */
+const SWEEP_EVERY_INSERTS = 1_000;
+
+export class FrontIdempotencyStore {
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly find: Database.Statement<[string], Row>;
+  private readonly insert: Database.Statement<[string, string, number, string, number]>;
+  private readonly sweep: Database.Statement<[number]>;
+  private inserts = 0;
+
+  constructor(db: Database.Database, private readonly retentionMs: number) {
+    db.exec(`CREATE TABLE IF NOT EXISTS front_idempotency (
+      scope TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, at_ms INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS front_idempotency_at ON front_idempotency(at_ms);`);
+    this.find = db.prepare('SELECT fingerprint, status, body FROM front_idempotency WHERE scope = ?');
+    this.insert = db.prepare('INSERT OR REPLACE INTO front_idempotency (scope, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?)');
+    this.sweep = db.prepare('DELETE FROM front_idempotency WHERE at_ms < ?');
+  }
+
+  static fingerprint(method: string, path: string, rawBody: Buffer): string {
+    return createHash('sha256').update(`${method} ${path}\n`).update(rawBody).digest('hex');
+  }
+
+  /** Replays the stored result of `scope`, refuses a different request under it, or runs `execute` once. */
+  async run(scope: string, fingerprint: string, execute: () => Promise<StoredReply>): Promise<StoredReply | 'replay_mismatch'> {
+    for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
+    const known = this.find.get(scope);
+    if (known !== undefined) {
+      if (known.fingerprint !== fingerprint) return 'replay_mismatch';
+      const stored = JSON.parse(known.body) as Omit<StoredReply, 'status'>;
+      return { status: known.status, ...stored };
+    }
+    let done!: () => void;
+    this.inFlight.set(scope, new Promise<void>((resolve) => (done = resolve)));
+    try {
+      const reply = await execute();
+      if (isStoredResult(reply.status)) {
+        const body = JSON.stringify(reply.error === undefined ? { json: reply.json } : { error: reply.error });
+        const nowMs = Date.now();
+        this.insert.run(scope, fingerprint, reply.status, body, nowMs);
+        if (++this.inserts % SWEEP_EVERY_INSERTS === 0) this.sweep.run(nowMs - this.retentionMs);
+      }
+      return reply;
+    } finally {
+      this.inFlight.delete(scope);
+      done();
+    }
+  }
+}
