@@ -115,7 +115,18 @@ export function client(baseUrl: string, defaultKey?: string) {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const response = await fetch(baseUrl + urlPath, { method, headers, body });
+    // A pooled keep-alive connection the server closed while the test's event loop was blocked (a
+    // spawnSync CLI run outlasting the idle timeout) fails before the request is sent. Like a real
+    // client, retry once, only where a retry is safe: a GET, or a request carrying an Idempotency-Key.
+    const retrySafe = method === 'GET' || headers['idempotency-key'] !== undefined;
+    let response: Response;
+    try {
+      response = await fetch(baseUrl + urlPath, { method, headers, body });
+    } catch (error) {
+      const code = ((error as Error).cause as { code?: string } | undefined)?.code;
+      if (!retrySafe || !(code === 'UND_ERR_SOCKET' || code === 'ECONNRESET')) throw error;
+      response = await fetch(baseUrl + urlPath, { method, headers, body });
+    }
     const text = await response.text();
     let parsed: unknown;
     try {
