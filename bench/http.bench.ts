@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, startPinned, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
+import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
@@ -296,9 +296,7 @@ async function benchKobo(runs: Run[], dir: string): Promise<{ env: Record<string
       command: process.execPath,
       args: [
         ...(PROFILE_DIR === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(PROFILE_DIR)]),
-        '--import',
-        'tsx',
-        path.join(ROOT, 'src', 'main.ts'),
+        ...serverEntryArgs(ROOT),
       ],
       env: { ...process.env, ...env },
       cwd: ROOT,

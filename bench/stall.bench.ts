@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { pinSelf, startPinned, type Pinned } from './lib/proc.ts';
+import { pinSelf, serverEntryArgs, startPinned, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 
 const SERVER_CORE = 0;
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     server = await startPinned({
       core: SERVER_CORE,
       command: process.execPath,
-      args: ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')],
+      args: serverEntryArgs(ROOT),
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KOBO_DATA_DIR: dataDir, KOBO_SHARDS: '1', KOBO_API_KEYS: secret, KOBO_RATE_LIMIT_READ_PER_MIN: '1000000000', KOBO_RATE_LIMIT_WRITE_PER_MIN: '1000000000' },
       cwd: ROOT,
       ready: READY,

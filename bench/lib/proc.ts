@@ -1,6 +1,6 @@
 // Child processes of the HTTP bench: start one pinned to a core, wait for its "listening" line, stop it
 // by its own PID (SIGTERM, then SIGKILL after a bound). Bench process only; never signals anything else.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 
 export interface Pinned {
@@ -143,4 +143,15 @@ export async function waitForQuiet(options: { busyCoresMax: number; waitMsMax: n
     if (busyCores < options.busyCoresMax) return { quiet: true, busyCores };
     if (Date.now() - started > options.waitMsMax) return { quiet: false, busyCores };
   }
+}
+
+/**
+ * node arguments for the kobo server as `npm start` runs it: the dist/ bundle, rebuilt first when a
+ * source is newer. `--from-source` on the bench's command line runs src/main.ts through tsx instead.
+ */
+export function serverEntryArgs(root: string): string[] {
+  if (process.argv.includes('--from-source')) return ['--import', 'tsx', `${root}/src/main.ts`];
+  const built = spawnSync(process.execPath, [`${root}/scripts/build.mjs`, '--if-stale'], { cwd: root, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`build failed:\n${built.stderr}`);
+  return [`${root}/dist/main.js`];
 }
