@@ -3,6 +3,8 @@
 // quote id carries the customer's partition, so execution routes without a lookup.
 // Invariant: an exchange executes a live, unused quote of the caller's, or nothing.
 import type { RouteDef } from '../http/types.ts';
+import { reject } from '../errors.ts';
+import { railServes } from '../rails/coverage.ts';
 import { Exchange, ExchangeCreate, ExchangeQuote, ExchangeQuoteCreate } from '../schemas/exchange.schema.ts';
 import { reject } from '../errors.ts';
 import { type ApiDeps, actingCustomer, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf } from './deps.ts';
@@ -19,12 +21,16 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
       response: ExchangeQuote,
       responseStatus: 201,
       keyedInShard: true,
-      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
+      errors: ['VALIDATION', 'FX_QUOTE_UNAVAILABLE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
         const body = ctx.body as ExchangeQuoteCreate;
         for (const code of [body.from_currency, body.to_currency]) {
           const badCurrency = currencyProblem(code);
           if (badCurrency !== null) return badCurrency;
+        }
+        // Live rates come from an FX connector; kobo's sandbox rates never price live money.
+        if (![body.from_currency, body.to_currency].every((currency) => railServes(ctx.owner, 'fx', { currency }))) {
+          return errorOf(reject('FX_QUOTE_UNAVAILABLE', `No live FX rail quotes ${body.from_currency} → ${body.to_currency}: the operator has not configured a connector for it.`));
         }
         const target = customerTarget(ctx, body.customer_id);
         if ('status' in target) return target;

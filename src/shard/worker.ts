@@ -15,6 +15,7 @@ import type { Effect, HandlerContext } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
+import { ClockTimers } from '../rails/clock-timers.ts';
 import { setPublicUrl } from './views.ts';
 import { Passivation } from './passivate.ts';
 import { SHARD_METRICS_INTERVAL_MS, ShardMetrics } from '../metrics/shard-metrics.ts';
@@ -51,6 +52,8 @@ const recovered = recoverShard(store, { partitions });
 const passivation = new Passivation();
 const states: Map<number, PartitionState> = recovered.states;
 const clockOffsets = new Map<string, number>(data.clockOffsets);
+/** Requeries and other follow-ups due at an instant of the owner's clock (advanced by the sandbox helper). */
+const clockTimers = new ClockTimers((owner) => clockOffsets.get(owner) ?? 0);
 const queue: Queued[] = [];
 /** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
 const TRUNCATE_SLICE_RECORDS = 2_000;
@@ -72,6 +75,11 @@ function runEffect(effect: Effect): void {
   if (effect.replyTo !== undefined || !states.has(effect.cmd.partition)) {
     // Another partition's work goes through the front end, which owns the routing (and the reply).
     post({ type: 'forward', cmd: effect.cmd, ...(effect.replyTo === undefined ? {} : { replyTo: effect.replyTo }) });
+    return;
+  }
+  if (effect.dueAtMs !== undefined) {
+    const owner = effect.cmd.owner;
+    clockTimers.schedule(owner, effect.dueAtMs, () => enqueue({ n: -1, cmd: { ...effect.cmd, nowMs: Math.max(effect.cmd.nowMs, clockTimers.nowOf(owner)) } }));
     return;
   }
   setTimeout(() => {
@@ -208,6 +216,7 @@ port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offse
       return;
     case 'clock':
       clockOffsets.set(message.owner, message.offsetMs);
+      clockTimers.clockMoved(message.owner);
       return;
     case 'snapshot':
       void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));

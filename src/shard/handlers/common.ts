@@ -12,6 +12,8 @@ export const DAY_MS = 86_400_000;
 /** Work for after the batch is durable: a command this shard sends itself later (a rail's answer). */
 export interface Effect {
   afterMs: number;
+  /** When set, the command waits until the owner's clock (wall time + sandbox offset) reaches this instead. */
+  dueAtMs?: number;
   cmd: Command;
   /** Set for a command to another partition whose answer must come back (see ForwardMessage). */
   replyTo?: ForwardMessage['replyTo'];
@@ -76,8 +78,8 @@ export function customerFor(ctx: HandlerContext, cmd: Command, customerId: strin
 
 export { isRejection } from '../../errors.ts';
 
-/** How long after a rail timeout it is asked again about the same purchase (on top of the rail latency). */
-export const REQUERY_AFTER_MS = 200;
+/** How long after a rail timeout it is asked again about the same purchase, on the owner's clock. */
+export const REQUERY_AFTER_MS = 5 * 60_000;
 
 /** A rail answer or follow-up that no longer applies (the entity moved on): refused, nothing changes. */
 export function stale(why: string): Outcome {

@@ -151,7 +151,7 @@ export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' 
     case 'timeout': {
       const txn = ctx.state.transactions.get(order.transactionId)!;
       const events = [moveOrder(order, { type: 'rail.timeout', atMs: ctx.nowMs })!, moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs })!];
-      return { events, reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.reconcile', id: order.id }, ctx.railLatencyMs + REQUERY_AFTER_MS)] };
+      return { events, reply: done, effects: [{ ...later(ctx, order, cmd.partition, { k: 'order.reconcile', id: order.id }, 0), dueAtMs: ctx.nowMs + REQUERY_AFTER_MS }] };
     }
     case 'retry':
       return { events: [moveOrder(order, { type: 'rail.retry', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.retry', id: order.id }, ctx.railLatencyMs)] };

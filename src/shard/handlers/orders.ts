@@ -9,6 +9,7 @@ import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { orderMachine, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
 import { COMPLIANCE_DENIED_COST_MINOR } from '../../rails/sandbox-fulfilment.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
@@ -87,7 +88,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   const customer = customerFor(ctx, cmd, req.customerId);
   if (isRejection(customer)) return rejected(customer);
   // Screening runs first: a blocked order is refused whatever else is wrong with it.
-  if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
+  if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR && !isLiveOwner(cmd.owner)) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
   const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
   const recipient = orderRecipient(svc, req, req.validationSnapshot ?? null);

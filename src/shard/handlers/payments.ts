@@ -30,6 +30,7 @@ import {
 import { openWallet } from './customers.ts';
 import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
 import { dispatchEvents } from './fulfilment.ts';
+import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
 
 /** How long bank-transfer instructions stay payable. */
 const INSTRUCTIONS_TTL_MS = DAY_MS;
@@ -40,6 +41,7 @@ export function methodsFor(customer: Customer): Array<MethodRule & { selectable:
     if (!rule.selectable) reason = 'funding_instrument';
     else if (!rule.enabled) reason = 'not_enabled_in_country';
     else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
+    else if (rule.method !== 'wallet' && !railServes(customer.owner, 'collection', { method: rule.method, country: customer.countryCode })) reason = NO_LIVE_CONNECTOR;
     return { ...rule, selectable: reason === null, reason };
   });
 }
@@ -287,6 +289,8 @@ export function checkoutPayment(ctx: HandlerContext, cmd: Command & { k: 'paymen
   const payment = ctx.state.payments.get(cmd.id);
   const token = payment?.checkoutToken;
   if (payment === undefined || token === undefined || !tokensEqual(token, cmd.token)) return rejected(reject('NOT_FOUND', 'No such checkout.'));
+  // Live card payments are completed by the card rail's own page, never by kobo's sandbox page.
+  if (isLiveOwner(payment.owner)) return rejected(reject('NOT_FOUND', 'No such checkout: the hosted checkout page is sandbox only.'));
   const asOwner = { owner: payment.owner, nowMs: cmd.nowMs, partition: cmd.partition, customerScope: null };
   if (cmd.action === 'complete') return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail' });
   if (cmd.action === 'decline') return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });

@@ -3,8 +3,9 @@
 // Runs inside shard workers at start-up. Rails dedupe by reference, so re-asking never pays twice.
 // Invariant: every entity waiting on a rail gets exactly one follow-up command.
 import { payoutOutcome } from '../../rails/sandbox-payout.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import type { PartitionState } from '../state.ts';
-import type { Effect } from './common.ts';
+import { REQUERY_AFTER_MS, type Effect } from './common.ts';
 import { creditEffect } from './transfers.ts';
 
 export function resumeEffects(state: PartitionState, railLatencyMs: number): Effect[] {
@@ -30,9 +31,14 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
         effects.push(creditEffect({ state, nowMs: transfer.updatedAtMs, mintId: () => '', railLatencyMs }, at, transfer, beneficiary));
         continue;
       }
+      // A live payout is never answered by the sandbox rail: it waits for its connector's answer.
+      if (isLiveOwner(transfer.owner)) continue;
       const outcome = beneficiary === undefined ? 'timeout' : payoutOutcome(beneficiary.accountNumber);
       effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.rail', id: transfer.id, outcome, ...at } });
-    } else if (transfer.status === 'unknown') effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.reconcile', id: transfer.id, ...at } });
+    } else if (transfer.status === 'unknown') {
+      // The requery stays due where it was: REQUERY_AFTER_MS after the timeout, on the owner's clock.
+      effects.push({ afterMs: railLatencyMs, dueAtMs: transfer.updatedAtMs + REQUERY_AFTER_MS, cmd: { k: 'transfer.reconcile', id: transfer.id, ...at } });
+    }
   }
   for (const order of state.orders.values()) {
     const at = base(order.owner, order.updatedAtMs);
@@ -50,7 +56,7 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
         effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.rail', id: order.id, attempt: order.dispatchAttempt, ...at } });
         break;
       case 'unknown':
-        effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.reconcile', id: order.id, ...at } });
+        effects.push({ afterMs: railLatencyMs, dueAtMs: order.updatedAtMs + REQUERY_AFTER_MS, cmd: { k: 'order.reconcile', id: order.id, ...at } });
         break;
       case 'retry_required':
         effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.retry', id: order.id, ...at } });

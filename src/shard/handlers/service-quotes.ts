@@ -49,7 +49,7 @@ export interface Pricing {
  * window), then the inputs against the catalogue.
  */
 export function serviceRejection(customer: Customer, req: ServiceRequest, options: { productCode?: string | null; forOrder: boolean; nowMs: number }): Rejection | CountryService {
-  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel }, nowMs: options.nowMs });
+  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel, owner: customer.owner }, nowMs: options.nowMs });
   if (gate !== null) return gate;
   const svc = countryService(req.countryCode, req.serviceCode);
   if (svc === undefined || !isServiceCode(req.serviceCode)) return reject('SERVICE_UNAVAILABLE', `${req.serviceCode} is not offered in ${req.countryCode}.`);

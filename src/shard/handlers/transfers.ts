@@ -12,6 +12,7 @@ import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
 import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome, resolveAccountName } from '../../rails/sandbox-payout.ts';
+import { isLiveOwner, railServes } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
@@ -95,6 +96,8 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
   if (b.type === 'mobile_money' && !/^\+[1-9][0-9]{7,14}$/.test(b.accountNumber)) {
     return rejected(reject('VALIDATION', 'account_number of a mobile_money beneficiary is the E.164 phone number.'));
   }
+  const noRail = payoutRailRejection(cmd.owner, b.type, country, b.currency);
+  if (noRail !== null) return rejected(noRail);
   const resolved = resolveAccountName(b.accountNumber.replace(/^\+/, ''));
   if (!resolved.ok) return rejected(reject('VERIFICATION_FAILED', resolved.reason));
   const beneficiary: Beneficiary = {
@@ -111,6 +114,17 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
     createdAtMs: ctx.nowMs,
   };
   return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
+}
+
+/**
+ * Live payouts to a bank account or mobile wallet need a connector serving that payout rail (which also
+ * resolves the account name); without one the account cannot be verified: 422 VERIFICATION_FAILED.
+ */
+function payoutRailRejection(owner: string, type: Beneficiary['type'], country: string, currency: string): Rejection | null {
+  if (type === 'wallet') return null;
+  const scope = { method: type, country, currency };
+  if (railServes(owner, 'payout', scope) && railServes(owner, 'resolve', scope)) return null;
+  return reject('VERIFICATION_FAILED', `No live payout rail serves ${type} payouts in ${currency} to ${country}: the operator has not configured a connector for it.`);
 }
 
 /** A wallet beneficiary is another customer's wallet of the same account; the front end resolved it. */
@@ -185,7 +199,10 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
   if (beneficiary === undefined || beneficiary.owner !== cmd.owner || beneficiary.customerId !== b.customerId) {
     return reject('VALIDATION', 'beneficiary_id does not name a verified beneficiary of this customer.');
   }
-  if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
+  // A sandbox magic value: live screening belongs to the operator's rail, never to an amount.
+  if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR && !isLiveOwner(cmd.owner)) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
+  const noRail = payoutRailRejection(cmd.owner, beneficiary.type, beneficiary.country, beneficiary.currency);
+  if (noRail !== null) return noRail;
   if (beneficiary.type === 'wallet' && (beneficiary.currency !== b.currency || b.quoteId !== null)) {
     return reject('VALIDATION', 'A wallet transfer is in the wallet’s own currency, without a quote.');
   }
@@ -296,10 +313,16 @@ export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
   const found = internal(ctx, cmd.id);
   if (found === null || found.transfer.status !== 'pending') return stale('transfer is not pending');
   const { transfer, txn } = found;
+  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
+  if (payoutRailRejection(transfer.owner, beneficiary.type, beneficiary.country, beneficiary.currency) !== null) {
+    // A live payout no rail serves (made before its connector went away): released, never simulated.
+    const failed = failEvents(ctx, txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'No live payout rail serves this beneficiary.' }, 'fail');
+    assert(failed !== null, 'transfers: a pending transaction accepts fail');
+    return { events: failed, reply: () => okReply(200, {}) };
+  }
   const reference = `PAYOUT-${transfer.id.slice(-12)}-${txn.attempt}`;
   const events = [moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }), moveTransfer(transfer, { type: 'submit', atMs: ctx.nowMs }, reference)];
   assert(events[0] !== null && events[1] !== null, 'transfers: a pending transfer accepts submit');
-  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
   const effect = beneficiary.type === 'wallet'
     ? creditEffect(ctx, cmd, transfer, beneficiary)
     : after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs);
@@ -390,7 +413,7 @@ export function railAnswer(ctx: HandlerContext, cmd: Command & { k: 'transfer.ra
   const moved = moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs });
   const transferMoved = moveTransfer(transfer, { type: 'timeout', atMs: ctx.nowMs });
   assert(moved !== null && transferMoved !== null, 'transfers: processing accepts timeout');
-  return { events: [moved, transferMoved], reply, effects: [after(ctx, cmd, { k: 'transfer.reconcile', id: transfer.id }, ctx.railLatencyMs + REQUERY_AFTER_MS)] };
+  return { events: [moved, transferMoved], reply, effects: [{ ...after(ctx, cmd, { k: 'transfer.reconcile', id: transfer.id }, 0), dueAtMs: ctx.nowMs + REQUERY_AFTER_MS }] };
 }
 
 /** Reconciliation of an unknown transfer: requery the rail; never resubmit. */
@@ -413,7 +436,10 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
   if (wallet === undefined || !canDebit(wallet, transfer.amountMinor + transfer.feeMinor)) {
     return reject('INSUFFICIENT_FUNDS', `The ${transfer.currency} wallet cannot cover the retried transfer and its fee.`);
   }
-  const beneficiaryType = ctx.state.beneficiaries.get(transfer.beneficiaryId)?.type ?? 'bank_account';
+  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
+  const beneficiaryType = beneficiary?.type ?? 'bank_account';
+  const noRail = payoutRailRejection(transfer.owner, beneficiaryType, beneficiary?.country ?? '', beneficiary?.currency ?? transfer.currency);
+  if (noRail !== null) return noRail;
   const hold = holdOp(ctx, txn.id, transfer, wallet.id, beneficiaryType);
   const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'held', holdId: hold.id, attempt: txn.attempt + 1 });
   const transferMoved = moveTransfer(transfer, { type: 'retry', atMs: ctx.nowMs });
