@@ -3,7 +3,6 @@
 // quote id carries the customer's partition, so execution routes without a lookup.
 // Invariant: an exchange executes a live, unused quote of the caller's, or nothing.
 import type { RouteDef } from '../http/types.ts';
-import { reject } from '../errors.ts';
 import { railServes } from '../rails/coverage.ts';
 import { Exchange, ExchangeCreate, ExchangeQuote, ExchangeQuoteCreate } from '../schemas/exchange.schema.ts';
 import { reject } from '../errors.ts';

@@ -28,6 +28,8 @@ export interface RequestContext {
   transactionAuthorization: string | null;
   /** The raw Authorization header, for public routes with their own token (GET /metrics). */
   authorization?: string;
+  /** Kobo-Timestamp / Kobo-Signature headers ('' when absent): connector callbacks are signed. */
+  signature?: { timestamp: string; signature: string };
 }
 
 export interface RouteDef {

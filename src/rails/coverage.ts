@@ -3,7 +3,9 @@
 // thread and every shard set the same connector list at start-up, from config).
 // Invariant: a live owner is never served by a sandbox rail; no connector means "not offered".
 
-export type RailKind = 'collection' | 'payout' | 'resolve' | 'fulfilment' | 'fx';
+import type { RailKind } from './rail.ts';
+
+export type { RailKind };
 
 /** What one connector declares it serves (an empty list = any value of that dimension). */
 export interface ConnectorCoverage {

@@ -5,13 +5,23 @@
 import { payoutOutcome } from '../../rails/sandbox-payout.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import type { PartitionState } from '../state.ts';
-import { REQUERY_AFTER_MS, type Effect } from './common.ts';
-import { creditEffect } from './transfers.ts';
+import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from './common.ts';
+import { creditEffect, payoutCall } from './transfers.ts';
+import { collectionCall } from './payments.ts';
 
 export function resumeEffects(state: PartitionState, railLatencyMs: number): Effect[] {
   const effects: Effect[] = [];
   const base = (owner: string, atMs: number) => ({ owner, nowMs: atMs, partition: state.partition });
+  const liveCtx = (nowMs: number): HandlerContext => ({ state, nowMs, mintId: () => '', railLatencyMs });
   for (const payment of state.payments.values()) {
+    if (isLiveOwner(payment.owner) && payment.method !== 'wallet' && payment.status === 'pending') {
+      // Ask the connector once about the collection (it may have settled while kobo was down).
+      const customer = state.customers.get(payment.customerId);
+      const attempt = state.transactions.get(payment.transactionId)?.attempt ?? 1;
+      const call = customer === undefined ? null : collectionCall(liveCtx(payment.updatedAtMs), payment, customer, attempt, 'requery');
+      if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
+      continue;
+    }
     if (payment.method !== 'wallet') continue;
     const attempt = state.transactions.get(payment.transactionId)?.attempt;
     if (payment.status === 'processing') {
@@ -31,12 +41,22 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
         effects.push(creditEffect({ state, nowMs: transfer.updatedAtMs, mintId: () => '', railLatencyMs }, at, transfer, beneficiary));
         continue;
       }
-      // A live payout is never answered by the sandbox rail: it waits for its connector's answer.
-      if (isLiveOwner(transfer.owner)) continue;
+      // A live payout is never answered by the sandbox rail: its connector is asked about the same
+      // reference (it may have decided while kobo was down); no connector left → nothing to ask.
+      if (isLiveOwner(transfer.owner)) {
+        const call = payoutCall(liveCtx(transfer.updatedAtMs), transfer, state.transactions.get(transfer.transactionId)?.attempt ?? 1, 'requery');
+        if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
+        continue;
+      }
       const outcome = beneficiary === undefined ? 'timeout' : payoutOutcome(beneficiary.accountNumber);
       effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.rail', id: transfer.id, outcome, ...at } });
     } else if (transfer.status === 'unknown') {
       // The requery stays due where it was: REQUERY_AFTER_MS after the timeout, on the owner's clock.
+      if (isLiveOwner(transfer.owner)) {
+        const call = payoutCall(liveCtx(transfer.updatedAtMs), transfer, state.transactions.get(transfer.transactionId)?.attempt ?? 1, 'requery', transfer.updatedAtMs + REQUERY_AFTER_MS);
+        if (call !== null) effects.push(call);
+        continue;
+      }
       effects.push({ afterMs: railLatencyMs, dueAtMs: transfer.updatedAtMs + REQUERY_AFTER_MS, cmd: { k: 'transfer.reconcile', id: transfer.id, ...at } });
     }
   }
