@@ -30,7 +30,7 @@ import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveA
 import { reject, type Rejection } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { lookupAccount, railDown, setRailDown } from '../rails/sandbox-services.ts';
-import { NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
+import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
 import {
   Catalogue,
   OperatorList,
@@ -303,6 +303,9 @@ async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const { service } = scope.value;
   const inputs = checkRecipient(service, { recipient: accountRef, operatorCode: body.operator_code ?? null, meterType: body.meter_type ?? null, productCode: body.product_code ?? null, missingCode: 'VALIDATION_ERROR' });
   if (isRejection(inputs)) return errorOf(inputs);
+  // The sandbox lookup (and its magic endings) never answers for live recipients; connectors do not
+  // offer recipient lookup in this release.
+  if (isLiveOwner(ctx.owner)) return errorOf(reject('SERVICE_UNAVAILABLE', `Recipient lookup for live ${service.code} is not offered in this release.`));
   const down = railFailure(ctx, service);
   if (down !== null) return down;
   // When the phone check normalised the number, the rail looks up (and the order reuses) that form.

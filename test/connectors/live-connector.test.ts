@@ -1,6 +1,7 @@
 // Live money through an operator connector: kobo and the reference connector (`kobo connector`) run as
 // separate processes and sign every message both ways (docs/connectors.md). Covers live card,
-// bank-transfer and mobile-money collections, account-name resolution, payouts (settled, timeout →
+// bank-transfer and mobile-money collections, service orders (wallet- and card-paid, timeout → unknown →
+// requery → delivered), account-name resolution, payouts (settled, timeout →
 // unknown → requery → completed), callbacks (replayed twice: applied once; forged or stale: 401,
 // nothing changes) and kill -9 of kobo while the connector has decided but kobo has not committed.
 import { after, before, test } from 'node:test';
@@ -27,7 +28,7 @@ before(async () => {
   // Answers held 2.5 s (ending 9998) outlast kobo's 1 s timeout; asynchronous payouts (ending 9997) are
   // called back only after a minute, so the test sends (and replays) that callback itself.
   connector = await startConnector(['--secret', SECRET, '--name', 'ref', '--timeout-hold-ms', '2500', '--callback-delay-ms', '60000']);
-  const file = connectorsFile([{ name: 'ref', url: connector.url, secret: SECRET, rails: ['collection', 'payout', 'resolve'], timeout_ms: 1000 }]);
+  const file = connectorsFile([{ name: 'ref', url: connector.url, secret: SECRET, rails: ['collection', 'payout', 'resolve', 'fulfilment'], timeout_ms: 1000 }]);
   serverEnv = { KOBO_CONNECTORS_FILE: file, KOBO_REQUERY_AFTER_MS: '1500' };
   await startKobo();
 });
@@ -162,4 +163,38 @@ test('kill -9 while the connector has decided but kobo has not committed its ans
   assert.deepEqual([(await wallet(c.walletId)).balance_minor, (await wallet(c.walletId)).held_minor], [funded - 400_000 - t.fee_minor, 0], 'paid once');
   assert.equal(connector.output().split('\n').filter((l) => l.includes(`submit payouts ${t.id}:1`)).length, 1, 'never resubmitted');
   assert.ok(connector.output().includes(`requery ${t.id}:1 → settled`), 'learned by requery');
+});
+
+const order = (id: string) => async () => (await api('GET', `/v1/services/orders/${id}/status`)).body.data;
+let phoneSeq = 0;
+const mtnPhone = (ending: string): string => `+234803${String(100 + (phoneSeq++ % 800)).padStart(3, '0')}${ending}`;
+
+test('live service orders: the catalogue offers airtime; a wallet-paid order is bought from the connector (receipt in the snapshot); a timeout is unknown, requeried, delivered once', async () => {
+  const c = await liveCustomer();
+  const funded = await collect(c, 'card', 5_000_000);
+  const items = (await api('GET', `/v1/services?country=NG&customer_id=${c.id}`)).body.data.items as Array<{ service_code: string; access: { executable: boolean } }>;
+  assert.equal(items.find((i) => i.service_code === 'airtime')?.access.executable, true);
+  let spent = 0;
+  for (const ending of ['1234', '9998']) {
+    const created = await api('POST', '/v1/services/orders', { idempotencyKey: idem(), body: { customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 20_000, currency: 'NGN', payment_method: 'wallet', phone: mtnPhone(ending) } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const o = created.body.data.order;
+    if (ending === '9998') await until(order(o.id), (d) => d.status === 'unknown', 'unknown after the timeout');
+    const done = await until(order(o.id), (d) => d.status === 'completed', 'delivered', 10_000);
+    assert.match(String(done.fulfillment_snapshot.receipt_number), /^RCPT-/);
+    assert.equal(connector.output().split('\n').filter((l) => l.includes(`submit fulfilments ${o.id}:1`)).length, 1, 'bought once');
+    spent += o.customer_amount_minor;
+  }
+  assert.deepEqual([(await wallet(c.walletId)).balance_minor, (await wallet(c.walletId)).held_minor], [funded - spent, 0]);
+});
+
+test('live card-paid service order: collected on the connector\'s page, then fulfilled by the connector', async () => {
+  const c = await liveCustomer();
+  const created = await api('POST', '/v1/services/orders', { idempotencyKey: idem(), body: { customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 50_000, currency: 'NGN', payment_method: 'card', phone: mtnPhone('4321') } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.equal(created.body.data.checkout_url, null, 'never kobo\'s sandbox page');
+  const p = await until(payment(created.body.data.payment.id), (d) => d.provider.checkout_url !== null, 'accepted');
+  assert.equal((await fetch(`${p.provider.checkout_url}?outcome=settled`)).status, 200);
+  const done = await until(order(created.body.data.order.id), (d) => d.status === 'completed', 'delivered', 10_000);
+  assert.match(String(done.fulfillment_snapshot.receipt_number), /^RCPT-/);
 });

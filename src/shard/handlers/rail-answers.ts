@@ -7,6 +7,7 @@ import type { Command } from '../protocol.ts';
 import { rejected, type HandlerContext, type Outcome } from './common.ts';
 import { payoutAnswer } from './transfers.ts';
 import { collectionAnswer } from './payments.ts';
+import { fulfilmentAnswer } from './fulfilment.ts';
 
 export function railAnswered(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
   if (cmd.answer === null) return rejected(reject('VALIDATION', 'rail.answer carries no answer.'));
@@ -15,6 +16,8 @@ export function railAnswered(ctx: HandlerContext, cmd: Command & { k: 'rail.answ
       return payoutAnswer(ctx, cmd);
     case 'collection':
       return collectionAnswer(ctx, cmd);
+    case 'fulfilment':
+      return fulfilmentAnswer(ctx, cmd);
     default:
       return rejected(reject('CONFLICT', `No live ${cmd.kind} rail answers are handled for this entity.`));
   }

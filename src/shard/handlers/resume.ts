@@ -8,6 +8,7 @@ import type { PartitionState } from '../state.ts';
 import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from './common.ts';
 import { creditEffect, payoutCall } from './transfers.ts';
 import { collectionCall } from './payments.ts';
+import { fulfilmentCall } from './fulfilment.ts';
 
 export function resumeEffects(state: PartitionState, railLatencyMs: number): Effect[] {
   const effects: Effect[] = [];
@@ -72,10 +73,21 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
         if (payment?.method === 'wallet') effects.push({ afterMs: 0, cmd: { k: 'order.paid', id: order.id, ...at } });
         break;
       case 'fulfilling':
+        if (isLiveOwner(order.owner)) {
+          // Ask the connector about the purchase already sent (same reference): never a second purchase.
+          const call = fulfilmentCall(liveCtx(order.updatedAtMs), order, order.dispatchAttempt, 'requery');
+          if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
+          break;
+        }
         // Ask the rail about the purchase already dispatched (same attempt, same reference): no second purchase.
         effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.rail', id: order.id, attempt: order.dispatchAttempt, ...at } });
         break;
       case 'unknown':
+        if (isLiveOwner(order.owner)) {
+          const call = fulfilmentCall(liveCtx(order.updatedAtMs), order, order.dispatchAttempt, 'requery', order.updatedAtMs + REQUERY_AFTER_MS);
+          if (call !== null) effects.push(call);
+          break;
+        }
         effects.push({ afterMs: railLatencyMs, dueAtMs: order.updatedAtMs + REQUERY_AFTER_MS, cmd: { k: 'order.reconcile', id: order.id, ...at } });
         break;
       case 'retry_required':
