@@ -1,14 +1,14 @@
 // Composition of the server: data dir layout, control store and keys, shard pool, indexes, routes,
 // HTTP front end. Main thread. Used by src/main.ts and by tests and benches that start a real server.
 // Invariant: the server listens only after every shard has recovered and the indexes are rebuilt.
-import { connectorRoutes } from './api/connectors.ts';
-import { coverageOf } from './connectors/connector-config.ts';
-import { setConnectors } from './rails/coverage.ts';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
+import { connectorRoutes } from './api/connectors.ts';
+import { coverageOf } from './connectors/connector-config.ts';
+import { setConnectors } from './rails/coverage.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';

@@ -30,6 +30,8 @@ export interface RequestContext {
   authorization?: string;
   /** Kobo-Timestamp / Kobo-Signature headers ('' when absent): connector callbacks are signed. */
   signature?: { timestamp: string; signature: string };
+  /** Public routes: the environment of a valid key sent anyway (live keys see live availability). */
+  viewerEnv?: 'test' | 'live';
 }
 
 export interface RouteDef {

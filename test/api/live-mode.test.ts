@@ -141,6 +141,21 @@ describe('live mode without a connector', () => {
     assert.equal((await sandbox('POST', '/v1/exchange/quotes', { body: { customer_id: s.id, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 154_525 } })).status, 201);
   });
 
+  it('country context: a live key sees card/bank_transfer and services not enabled (no_live_connector); anonymous and sandbox views are unchanged', async () => {
+    const anonymous = await live('GET', '/v1/countries/NG/context', { key: null });
+    const withTest = await sandbox('GET', '/v1/countries/NG/context');
+    assert.equal(anonymous.status, 200);
+    assert.deepEqual(withTest.body, anonymous.body);
+    assert.ok(!('reason' in anonymous.body.data.payment_methods[0]));
+    const liveView = (await live('GET', '/v1/countries/NG/context')).body.data;
+    for (const m of liveView.payment_methods as Array<{ method: string; enabled: boolean; reason: string | null }>) {
+      if (m.method === 'wallet') assert.equal(m.reason, null);
+      else assert.deepEqual([m.enabled, m.reason], [false, 'no_live_connector'], JSON.stringify(m));
+    }
+    assert.ok(liveView.services.length > 0);
+    for (const s of liveView.services as Array<{ available: boolean; reason: string | null }>) assert.deepEqual([s.available, s.reason], [false, 'no_live_connector']);
+  });
+
   it('test helpers and the rail switch → 404 with a live key', async () => {
     const someId = mintId(3, Date.now());
     assertError(await live('POST', `/v1/test_helpers/payments/${someId}/settle`), 404, 'NOT_FOUND');
