@@ -153,7 +153,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       state.payments.set(event.payment.id, { ...event.payment });
       return;
     case 'payment.rail': {
-      const payment = state.payments.get(event.id);
+      const payment = state.payments.mutable(event.id);
       assert(payment !== undefined, 'apply: payment missing');
       payment.rail = { providerReference: event.providerReference, payUrl: event.payUrl };
       payment.updatedAtMs = event.atMs;
