@@ -35,21 +35,22 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const transferStatus = (id: string) => async () => (await api('GET', `/v1/transfers/${id}`)).body.data;
 const orderStatus = (id: string) => async () => (await api('GET', `/v1/services/orders/${id}/status`)).body.data;
 
-test('payout timeout (…9998): unknown through 4 min 50 s of sandbox clock and a restart; completed once the clock passes 5 min', async () => {
+test('payout timeout (…9998): unknown through 4 min of sandbox clock and a restart; completed once the clock passes 5 min', async () => {
   const c = await funded(1_000_000);
   const b = await api('POST', '/v1/beneficiaries', { idempotencyKey: idem(), body: { customer_id: c.id, type: 'bank_account', bank_code: '058', account_number: '0123459998', currency: 'NGN' } });
   assert.equal(b.status, 201, JSON.stringify(b.body));
   const t = await api('POST', '/v1/transfers', { idempotencyKey: idem(), body: { customer_id: c.id, beneficiary_id: b.body.data.id, amount_minor: 100_000, currency: 'NGN' } });
   assert.equal(t.status, 201, JSON.stringify(t.body));
   await until(transferStatus(t.body.data.id), (d) => d.status === 'unknown', 'unknown');
-  await advance(290);
+  // 4 minutes: a slow restart below still leaves a minute of slack before the requery is due.
+  await advance(240);
   await pause(500);
   assert.equal((await transferStatus(t.body.data.id)()).status, 'unknown', 'not yet due');
   await server.stop();
   await start();
   await pause(300);
   assert.equal((await transferStatus(t.body.data.id)()).status, 'unknown', 'a restart does not requery early');
-  await advance(15);
+  await advance(61);
   const done = await until(transferStatus(t.body.data.id), (d) => d.status === 'completed', 'completed');
   assert.equal(done.status, 'completed');
   const txn = (await api('GET', `/v1/transactions/${t.body.data.transaction_id}`)).body.data;
