@@ -31,6 +31,9 @@ export interface ConnectorOptions {
 const FIRST = ['Ngozi', 'Yaw', 'Achieng', 'Sipho', 'Babirye', 'Emeka'];
 const LAST = ['Eze', 'Boateng', 'Mwangi', 'Zulu', 'Nansubuga', 'Okoro'];
 
+/** References remembered; beyond this the oldest is forgotten (a requery of it then answers not_found). */
+const DECISIONS_MAX = 100_000;
+
 /** Request bodies larger than this are refused (413). */
 const REQUEST_BYTES_MAX = 64 * 1024;
 
@@ -139,6 +142,7 @@ export function startConnector(options: ConnectorOptions): Promise<http.Server> 
         }
         if (known !== undefined) return send(res, 200, wire(reference, known));
         const decision = decide(kind, reference, body);
+        if (decisions.size >= DECISIONS_MAX) decisions.delete(decisions.keys().next().value ?? '');
         decisions.set(reference, decision);
         options.log(`submit ${kind} ${reference} → ${decision.status}`);
         const callbackUrl = decision.callbackUrl;
