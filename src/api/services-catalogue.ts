@@ -144,7 +144,8 @@ const catalogueBodies = new Map<string, string>();
 const CATALOGUE_BODIES_MAX = 4_096;
 
 function catalogueJson(country: string, profile: Profile): string {
-  const key = `${country}|${profile.homeCountry}|${profile.kycLevel}`;
+  // The environment is part of the key: live availability depends on connectors, the sandbox's does not.
+  const key = `${country}|${profile.homeCountry}|${profile.kycLevel}|${isLiveOwner(profile.owner ?? '') ? 'live' : 'test'}`;
   let json = catalogueBodies.get(key);
   if (json === undefined) {
     json = JSON.stringify({ data: { country_code: country, items: catalogueFor(country, profile) } });

@@ -47,6 +47,8 @@ const program = new Command('kobo')
   .option('--init', 'create the data dir (KOBO_DATA_DIR) if it does not exist yet')
   .showHelpAfterError();
 program.hook('preAction', (_program, action) => {
+  // The reference connector is a separate service: it keeps no kobo data.
+  if (action.name() === 'connector') return;
   process.stderr.write(`kobo: data dir ${config.dataDir}\n`);
   // restore fills an empty dir by design; verify and snapshot refuse a missing dir on their own.
   if (action.name() === 'restore' || isDataDir(config.dataDir)) return;
