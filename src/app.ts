@@ -6,6 +6,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
+import { connectorRoutes } from './api/connectors.ts';
+import { coverageOf } from './connectors/connector-config.ts';
+import { setConnectors } from './rails/coverage.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';
@@ -167,6 +170,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     walRetainRecords: config.walRetainRecords,
     quoteSweepMs: config.quoteSweepMs,
     clockOffsets: clocks.entries(),
+    connectors: config.connectors,
+    requeryAfterMs: config.requeryAfterMs,
     onOutbox: (events) => dispatcher?.ingest(events),
     onMetrics: (message) => {
       metrics.shard(message);
@@ -213,7 +218,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   }
   log(`recovered ${config.shards} shard(s) in ${Date.now() - started} ms (${replayed} WAL records replayed)`);
 
-  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
+  setConnectors(config.connectors.map(coverageOf));
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 }, connectors: new Map(config.connectors.map((c) => [c.name, c])) };
   const router = new Router();
   router.add([
     ...countryRoutes(),
@@ -227,6 +233,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...serviceCatalogueRoutes(deps),
     ...webhookRoutes({ store: webhookStore, dispatcher, clocks, subscriptionsMax: config.webhookSubscriptionsMax, urlPolicy: { livePorts: config.webhookLivePorts } }),
     ...testHelperRoutes(deps),
+    ...connectorRoutes(deps, config.connectors),
   ]);
   let openApiJson = '';
   router.add([openApiRoute(() => openApiJson)]);

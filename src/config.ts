@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
+import { ConnectorSchema, loadConnectorsFile } from './connectors/connector-config.ts';
 
 export const PARTITIONS = 64;
 
@@ -33,6 +34,8 @@ const ConfigSchema = Type.Object({
   shardQueueMax: Type.Integer({ minimum: 1 }),
   batchCommandsMax: Type.Integer({ minimum: 1 }),
   railLatencyMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
+  /** A rail that timed out is asked again this long after, on the owner's (sandbox) clock. */
+  requeryAfterMs: Type.Integer({ minimum: 100, maximum: 86_400_000 }),
   webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 60_000 }),
   webhookPerEndpointMax: Type.Integer({ minimum: 1, maximum: 64 }),
   webhookDisableAfter: Type.Integer({ minimum: 1, maximum: 10_000 }),
@@ -45,6 +48,8 @@ const ConfigSchema = Type.Object({
   responseBufferedBytesMax: Type.Integer({ minimum: 64 * 1024, maximum: 1024 * 1024 * 1024 }),
   pinAttemptsMax: Type.Integer({ minimum: 1, maximum: 100 }),
   pinLockMinutes: Type.Integer({ minimum: 1, maximum: 24 * 60 }),
+  /** Operator connectors serving live rails (KOBO_CONNECTORS_FILE); none: live offers no external rail. */
+  connectors: Type.Array(ConnectorSchema),
   logLevel: Type.Union([Type.Literal('silent'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug')]),
   /** SIGTERM/SIGINT: how long in-flight requests may take to finish before the snapshot and exit. */
   drainMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
@@ -125,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     shardQueueMax: intFrom(env, 'KOBO_SHARD_QUEUE_MAX', 10_000),
     batchCommandsMax: intFrom(env, 'KOBO_BATCH_COMMANDS_MAX', 1_000),
     railLatencyMs: intFrom(env, 'KOBO_RAIL_LATENCY_MS', 20),
+    requeryAfterMs: intFrom(env, 'KOBO_REQUERY_AFTER_MS', 300_000),
     webhookTimeoutMs: intFrom(env, 'KOBO_WEBHOOK_TIMEOUT_MS', 10_000),
     webhookPerEndpointMax: intFrom(env, 'KOBO_WEBHOOK_PER_ENDPOINT_MAX', 4),
     webhookDisableAfter: intFrom(env, 'KOBO_WEBHOOK_DISABLE_AFTER', 20),
@@ -136,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     responseBufferedBytesMax: intFrom(env, 'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 4 * 1024 * 1024),
     pinAttemptsMax: intFrom(env, 'KOBO_PIN_ATTEMPTS_MAX', 5),
     pinLockMinutes: intFrom(env, 'KOBO_PIN_LOCK_MINUTES', 15),
+    connectors: loadConnectorsFile(env.KOBO_CONNECTORS_FILE ?? ''),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
     drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),
     metricsToken: env.KOBO_METRICS_TOKEN ?? '',

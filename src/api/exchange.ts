@@ -3,6 +3,7 @@
 // quote id carries the customer's partition, so execution routes without a lookup.
 // Invariant: an exchange executes a live, unused quote of the caller's, or nothing.
 import type { RouteDef } from '../http/types.ts';
+import { isLiveOwner } from '../rails/coverage.ts';
 import { Exchange, ExchangeCreate, ExchangeQuote, ExchangeQuoteCreate } from '../schemas/exchange.schema.ts';
 import { reject } from '../errors.ts';
 import { type ApiDeps, actingCustomer, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf } from './deps.ts';
@@ -19,12 +20,17 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
       response: ExchangeQuote,
       responseStatus: 201,
       keyedInShard: true,
-      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
+      errors: ['VALIDATION', 'FX_QUOTE_UNAVAILABLE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: (ctx) => {
         const body = ctx.body as ExchangeQuoteCreate;
         for (const code of [body.from_currency, body.to_currency]) {
           const badCurrency = currencyProblem(code);
           if (badCurrency !== null) return badCurrency;
+        }
+        // Live rates would come from an FX connector, which this release does not call yet: kobo's
+        // sandbox rates never price live money, so live quotes are refused whatever is configured.
+        if (isLiveOwner(ctx.owner)) {
+          return errorOf(reject('FX_QUOTE_UNAVAILABLE', `No live FX rail quotes ${body.from_currency} → ${body.to_currency} in this release.`));
         }
         const target = customerTarget(ctx, body.customer_id);
         if ('status' in target) return target;

@@ -30,6 +30,7 @@ import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveA
 import { reject, type Rejection } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { lookupAccount, railDown, setRailDown } from '../rails/sandbox-services.ts';
+import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
 import {
   Catalogue,
   OperatorList,
@@ -91,7 +92,7 @@ async function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | und
   // Served from the front end's cache when it knows this customer for this owner; otherwise the shard
   // answers (and decides 403/404 for another owner's or an unknown id).
   const cached = profileCache.get(id);
-  if (cached !== undefined && cached.owner === ctx.owner) return { ok: true, value: { id, homeCountry: cached.homeCountry, kycLevel: cached.kycLevel } };
+  if (cached !== undefined && cached.owner === ctx.owner) return { ok: true, value: { id, homeCountry: cached.homeCountry, kycLevel: cached.kycLevel, owner: cached.owner } };
   const epoch = profileCache.epoch;
   const reply = await command(deps, ctx, partition, { k: 'customer.get', id });
   if (reply.status !== 200 || reply.json === undefined) return { ok: false, reply };
@@ -100,7 +101,7 @@ async function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | und
     throw new Error('customer.get must answer country_code (string) and kyc_level (number)');
   }
   profileCache.store(id, { owner: ctx.owner, homeCountry: data.country_code, kycLevel: data.kyc_level }, epoch);
-  return { ok: true, value: { id, homeCountry: data.country_code, kycLevel: data.kyc_level } };
+  return { ok: true, value: { id, homeCountry: data.country_code, kycLevel: data.kyc_level, owner: ctx.owner } };
 }
 
 function noSuchService(code: string): Reply {
@@ -114,10 +115,18 @@ async function scopeOf(deps: ApiDeps, ctx: RequestContext, input: { code: string
   const profile = await profileOf(deps, ctx, input.customerId);
   if (!profile.ok) return profile;
   const rejection = purchaseRejection({ country, code, customer: profile.value, nowMs: ctx.nowMs });
-  if (rejection !== null && !(input.gate === 'browse' && rejection.code === 'SERVICE_NOT_EXECUTABLE')) return refuse(rejection, ctx, country);
+  // Browsing a live service no connector serves still shows kobo's reference data (operators, plans,
+  // payment methods); validate, quote and order refuse it with SERVICE_UNAVAILABLE.
+  const browsable = input.gate === 'browse' && (rejection?.code === 'SERVICE_NOT_EXECUTABLE' || liveGap(country, code, profile.value));
+  if (rejection !== null && !browsable) return refuse(rejection, ctx, country);
   const service = marketService(country, code);
   if (service === undefined) throw new Error(`purchaseRejection passed ${code} in ${country}, which is not offered`);
   return { ok: true, value: { service, profile: profile.value } };
+}
+
+function liveGap(country: string, code: string, profile: Profile): boolean {
+  const service = marketService(country, code);
+  return service !== undefined && resolveAccess(service, profile).availability.reason === NO_LIVE_CONNECTOR;
 }
 
 function railFailure(ctx: RequestContext, service: MarketService): Reply | null {
@@ -135,7 +144,8 @@ const catalogueBodies = new Map<string, string>();
 const CATALOGUE_BODIES_MAX = 4_096;
 
 function catalogueJson(country: string, profile: Profile): string {
-  const key = `${country}|${profile.homeCountry}|${profile.kycLevel}`;
+  // The environment is part of the key: live availability depends on connectors, the sandbox's does not.
+  const key = `${country}|${profile.homeCountry}|${profile.kycLevel}|${isLiveOwner(profile.owner ?? '') ? 'live' : 'test'}`;
   let json = catalogueBodies.get(key);
   if (json === undefined) {
     json = JSON.stringify({ data: { country_code: country, items: catalogueFor(country, profile) } });
@@ -210,6 +220,7 @@ function paymentMethods(scope: Scope, amountText: string | undefined): Reply {
     else if (!rule.selectable) reason = 'funding_instrument';
     else if (!rule.enabled) reason = 'not_enabled_in_country';
     else if (profile.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
+    else if (method !== 'wallet' && !railServes(profile.owner ?? '', 'collection', { method, country: profile.homeCountry })) reason = NO_LIVE_CONNECTOR;
     return [{
       method,
       selectable: reason === null,
@@ -293,6 +304,9 @@ async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const { service } = scope.value;
   const inputs = checkRecipient(service, { recipient: accountRef, operatorCode: body.operator_code ?? null, meterType: body.meter_type ?? null, productCode: body.product_code ?? null, missingCode: 'VALIDATION_ERROR' });
   if (isRejection(inputs)) return errorOf(inputs);
+  // The sandbox lookup (and its magic endings) never answers for live recipients; connectors do not
+  // offer recipient lookup in this release.
+  if (isLiveOwner(ctx.owner)) return errorOf(reject('SERVICE_UNAVAILABLE', `Recipient lookup for live ${service.code} is not offered in this release.`));
   const down = railFailure(ctx, service);
   if (down !== null) return down;
   // When the phone check normalised the number, the rail looks up (and the order reuses) that form.

@@ -7,6 +7,9 @@ import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { Beneficiary, BeneficiaryCreate, Transfer, TransferCreate } from '../schemas/transfer.schema.ts';
 import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf, byIdHandler } from './deps.ts';
 import { pinCheck } from './pin-check.ts';
+import { randomUUID } from 'node:crypto';
+import { callConnector } from '../connectors/client.ts';
+import { liveConnectorFor } from '../rails/coverage.ts';
 
 export { pinCheck } from './pin-check.ts';
 
@@ -22,6 +25,32 @@ async function resolveWalletHolder(deps: ApiDeps, ctx: RequestContext, walletId:
   if (reply.json === undefined) return reply.status >= 500 ? reply : null;
   const data = (JSON.parse(reply.json) as { data: { currency: string; name: string } }).data;
   return data.currency === currency ? data.name : null;
+}
+
+/**
+ * A live bank or mobile-money account is resolved by the connector serving its payout rail, before the
+ * shard is asked (like a wallet holder): its name, or null when the rail says it does not exist. No
+ * connector → null (the shard refuses). A rail that does not answer → 502 PROVIDER_FAILURE (retry).
+ */
+async function resolveOnLiveRail(deps: ApiDeps, ctx: RequestContext, body: BeneficiaryCreate): Promise<string | null | Reply> {
+  const country = body.country ?? (await customerCountry(deps, ctx, body.customer_id));
+  if (typeof country !== 'string') return country;
+  const scope = { method: body.type, country, currency: body.currency };
+  const coverage = liveConnectorFor('resolve', scope);
+  const connector = coverage === undefined ? undefined : deps.connectors?.get(coverage.name);
+  if (connector === undefined) return null;
+  const answer = await callConnector(connector, 'resolve', 'submit', `resolve-${randomUUID()}`, { account: { type: body.type, country, currency: body.currency, bank_code: body.bank_code ?? null, account_number: body.account_number } });
+  if (answer.outcome === 'settled' && typeof answer.detail?.account_name === 'string' && answer.detail.account_name !== '') return answer.detail.account_name.slice(0, 128);
+  if (answer.outcome === 'failed' || answer.outcome === 'settled' || answer.outcome === 'terminal' || answer.outcome === 'not_found') return null;
+  return errorOf(reject('PROVIDER_FAILURE', 'The account-name rail did not answer; retry with the same Idempotency-Key.'));
+}
+
+async function customerCountry(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Promise<string | Reply> {
+  const target = customerTarget(ctx, named);
+  if ('status' in target) return target;
+  const reply = await command(deps, ctx, target.partition, { k: 'customer.get', id: target.customerId });
+  if (reply.json === undefined) return reply;
+  return (JSON.parse(reply.json) as { data: { country_code: string } }).data.country_code;
 }
 
 function byId(deps: ApiDeps, k: 'beneficiary.get' | 'transfer.get', what: string): RouteDef['handle'] {
@@ -50,7 +79,9 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
         const target = customerTarget(ctx, body.customer_id);
         if ('status' in target) return target;
         const { customerId, partition } = target;
-        const resolvedName = body.type === 'wallet' ? await resolveWalletHolder(deps, ctx, body.account_number, body.currency) : null;
+        const resolvedName = body.type === 'wallet'
+          ? await resolveWalletHolder(deps, ctx, body.account_number, body.currency)
+          : ctx.key?.env === 'live' ? await resolveOnLiveRail(deps, ctx, body) : null;
         if (resolvedName !== null && typeof resolvedName !== 'string') return resolvedName;
         return command(deps, ctx, partition, {
           k: 'beneficiary.create',

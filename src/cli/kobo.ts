@@ -10,6 +10,7 @@ import { ControlStore, generateSecret, type KeyRecord } from '../store/control-s
 import { verifyDataDir } from './verify.ts';
 import { restoreBackup, takeSnapshot } from './backup.ts';
 import { WebhookStore } from '../webhooks/store.ts';
+import { startConnector } from './connector.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -46,6 +47,8 @@ const program = new Command('kobo')
   .option('--init', 'create the data dir (KOBO_DATA_DIR) if it does not exist yet')
   .showHelpAfterError();
 program.hook('preAction', (_program, action) => {
+  // The reference connector is a separate service: it keeps no kobo data.
+  if (action.name() === 'connector') return;
   process.stderr.write(`kobo: data dir ${config.dataDir}\n`);
   // restore fills an empty dir by design; verify and snapshot refuse a missing dir on their own.
   if (action.name() === 'restore' || isDataDir(config.dataDir)) return;
@@ -179,6 +182,35 @@ program
       for (const v of report.violations) process.stderr.write(`VIOLATION ${v}\n`);
       process.exitCode = 2;
     } else if (opts.json !== true) process.stdout.write('ok: no violations\n');
+  });
+
+program
+  .command('connector')
+  .description('run the reference connector: a simulated bank/PSP/biller speaking docs/connectors.md')
+  .requiredOption('--secret <secret>', 'the shared secret (the same as in KOBO_CONNECTORS_FILE)')
+  .option('--port <n>', 'listen port (0: any free port)', (v) => Number(v), 9090)
+  .option('--host <host>', 'listen address', '127.0.0.1')
+  .option('--name <name>', 'the name kobo knows it by', 'reference')
+  .option('--latency-ms <ms>', 'delay before every answer', (v) => Number(v), 0)
+  .option('--fail-ending <digits>', 'account/recipient/amount ending in this fails (PROVIDER_ERROR)', '9999')
+  .option('--timeout-ending <digits>', 'ending in this settles, but the answer is held past kobo\'s timeout', '9998')
+  .option('--timeout-hold-ms <ms>', 'how long such an answer is held', (v) => Number(v), 15_000)
+  .option('--async-ending <digits>', 'ending in this answers accepted, then calls back settled', '9997')
+  .option('--callback-delay-ms <ms>', 'delay before an asynchronous callback', (v) => Number(v), 100)
+  .option('--fail-rate <fraction>', 'fraction of other requests failed at random', (v) => Number(v), 0)
+  .action(async (opts: { secret: string; port: number; host: string; name: string; latencyMs: number; failEnding: string; timeoutEnding: string; timeoutHoldMs: number; asyncEnding: string; callbackDelayMs: number; failRate: number }) => {
+    if (opts.secret.length < 16) throw new Error('--secret must be at least 16 characters');
+    for (const [flag, value] of Object.entries({ port: opts.port, latencyMs: opts.latencyMs, timeoutHoldMs: opts.timeoutHoldMs, callbackDelayMs: opts.callbackDelayMs })) {
+      if (!Number.isInteger(value) || value < 0) throw new Error(`--${flag} must be an integer ≥ 0`);
+    }
+    if (!(opts.failRate >= 0 && opts.failRate <= 1)) throw new Error('--fail-rate must be between 0 and 1');
+    const server = await startConnector({ ...opts, log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`) });
+    const stop = (): void => {
+      server.close();
+      process.exit(0);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
   });
 
 try {

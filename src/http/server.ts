@@ -46,6 +46,8 @@ interface Incoming {
   contentType: string;
   idempotencyKey: string;
   transactionAuthorization: string;
+  /** Kobo-Timestamp and Kobo-Signature: how connectors sign their callbacks. */
+  signature: { timestamp: string; signature: string };
   ip: string;
   requestId: string;
   aborted: boolean;
@@ -128,6 +130,7 @@ export class HttpServer {
       contentType: req.getHeader('content-type'),
       idempotencyKey: req.getHeader('idempotency-key'),
       transactionAuthorization: req.getHeader('x-transaction-authorization'),
+      signature: { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') },
       ip: normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString()),
       requestId: `req_${this.bootId}${(this.requestSeq++).toString(36).padStart(8, '0')}`,
       aborted: false,
@@ -241,6 +244,13 @@ export class HttpServer {
     } else {
       rate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
     }
+    // A public route may still be told who is asking (live keys see live availability); a key that does
+    // not authenticate is ignored there, never an error.
+    let viewerEnv: 'test' | 'live' | undefined;
+    if (route.auth === 'public' && incoming.authorization !== '') {
+      const viewer = this.deps.auth.authenticate(incoming.authorization, wallMs);
+      if (!('code' in viewer)) viewerEnv = viewer.env;
+    }
     if (!rate.allowed) return { reply: this.rateLimited(rate), rate };
     const refused = this.preflight(route, key, incoming, rawBody);
     if ('reply' in refused) return { reply: refused.reply, rate };
@@ -260,6 +270,8 @@ export class HttpServer {
       idempotencyKey: incoming.idempotencyKey === '' ? null : incoming.idempotencyKey,
       transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
       authorization: incoming.authorization,
+      signature: incoming.signature,
+      ...(viewerEnv === undefined ? {} : { viewerEnv }),
     };
     if (route.method === 'POST' && key !== null && ctx.idempotencyKey !== null && route.idempotent !== true && route.keyedInShard !== true) {
       // Every POST honours an Idempotency-Key; routes without a shard command keep the result here.

@@ -28,6 +28,10 @@ export interface RequestContext {
   transactionAuthorization: string | null;
   /** The raw Authorization header, for public routes with their own token (GET /metrics). */
   authorization?: string;
+  /** Kobo-Timestamp / Kobo-Signature headers ('' when absent): connector callbacks are signed. */
+  signature?: { timestamp: string; signature: string };
+  /** Public routes: the environment of a valid key sent anyway (live keys see live availability). */
+  viewerEnv?: 'test' | 'live';
 }
 
 export interface RouteDef {

@@ -15,6 +15,7 @@ import { createServiceQuote } from './handlers/service-quotes.ts';
 import { createOrder, getOrder, openOrder } from './handlers/orders.ts';
 import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
 import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
+import { railAnswered } from './handlers/rail-answers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 /**
@@ -79,6 +80,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.resolve': return resolveOrder(ctx, cmd);
     case 'idem.expire': return expireIdempotency(cmd);
     case 'quotes.expire': return expireQuotes(ctx, cmd);
+    case 'rail.answer': return railAnswered(ctx, cmd);
     case 'idem.replay':
       // The front end's index (keyed by a hash of the scope) placed the key here, but no record has
       // this exact scope: a hash collision. Never stored; the front end runs the request afresh.

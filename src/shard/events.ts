@@ -48,6 +48,8 @@ export type WalEvent =
     }
   | { t: 'payment.created'; payment: Payment }
   | { t: 'payment.moved'; id: string; status: PaymentStatus; atMs: number }
+  /** A live collection rail took the payment: its reference and the page where the payer completes it. */
+  | { t: 'payment.rail'; id: string; providerReference: string | null; payUrl: string | null; atMs: number }
   | { t: 'ledger'; ops: LedgerOp[]; atMs: number }
   | { t: 'quote.created'; quote: ExchangeQuote }
   | { t: 'beneficiary.created'; beneficiary: Beneficiary }
@@ -150,6 +152,13 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       assert(!state.payments.hasHot(event.payment.id), 'apply: payment exists');
       state.payments.set(event.payment.id, { ...event.payment });
       return;
+    case 'payment.rail': {
+      const payment = state.payments.mutable(event.id);
+      assert(payment !== undefined, 'apply: payment missing');
+      payment.rail = { providerReference: event.providerReference, payUrl: event.payUrl };
+      payment.updatedAtMs = event.atMs;
+      return;
+    }
     case 'payment.moved': {
       const payment = state.payments.mutable(event.id);
       assert(payment !== undefined, 'apply: payment missing');

@@ -2,6 +2,7 @@
 // the durable reply. Runs on the main thread. A worker that dies takes the process down with it:
 // its state is only trustworthy again after a restart replays the WAL.
 // Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
+import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
@@ -24,6 +25,9 @@ export interface PoolOptions {
   walRetainRecords: number;
   quoteSweepMs: number;
   clockOffsets: Array<[string, number]>;
+  /** Operator connectors (live rails), handed to every shard. */
+  connectors?: ConnectorConfig[];
+  requeryAfterMs?: number;
   onFatal: (message: string) => void;
   /** Faults that fail one command but not the process (e.g. a command that cannot be cloned). */
   log?: (message: string) => void;
@@ -73,6 +77,8 @@ export class ShardPool {
         walRetainRecords: this.options.walRetainRecords,
         quoteSweepMs: this.options.quoteSweepMs,
         clockOffsets: this.options.clockOffsets,
+        connectors: this.options.connectors ?? [],
+        requeryAfterMs: this.options.requeryAfterMs ?? 300_000,
       };
       const worker = new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);

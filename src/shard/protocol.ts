@@ -1,6 +1,7 @@
 // Messages between the front end (main thread) and shard workers: commands in, replies out.
 // Both threads. Commands are plain data so they clone cheaply across the thread boundary.
 // Invariant: a command names its partition; the front end routes it to partition % shards.
+import type { RailAnswer, RailKind, RailOp } from '../rails/rail.ts';
 import type { OutboxEvent, Owner, StoredReply, Tier } from './state.ts';
 import type { ValidationSnapshot } from '../catalogue/services-recipient.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
@@ -94,7 +95,9 @@ export type CommandBody =
   | { k: 'idem.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   /** Take unused quotes past expiry out of the heap; the cutoff is each owner's sandbox-clock now. */
   | { k: 'quotes.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
-  | { k: 'idem.replay' };
+  | { k: 'idem.replay' }
+  /** A live rail's answer (connector response or callback) about one entity and attempt; see src/rails/rail.ts. */
+  | { k: 'rail.answer'; kind: RailKind; id: string; attempt: number; phase: RailOp | 'callback'; answer: RailAnswer | null; /** callbacks: the connector that sent it */ connector?: string };
 
 export type Command = CommandBase & CommandBody;
 

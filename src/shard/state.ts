@@ -117,6 +117,8 @@ export interface Payment {
   promptPhone?: string;
   /** Set when the payment collects for a service order: settlement funds the order, not the wallet. */
   orderId?: string;
+  /** Live collections: what the connector answered (its reference, where the payer completes it). */
+  rail?: { providerReference: string | null; payUrl: string | null };
   createdAtMs: number;
   updatedAtMs: number;
 }

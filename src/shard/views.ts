@@ -87,11 +87,20 @@ export function setPublicUrl(url: string): void {
   publicUrl = url.replace(/\/$/, '');
 }
 
+/** Where clients (and connectors' callbacks) reach this server. */
+export function publicUrlOf(): string {
+  return publicUrl;
+}
+
 export function checkoutUrl(p: Payment): string {
   return `${publicUrl}/v1/checkout/${p.id}?token=${p.checkoutToken ?? ''}`;
 }
 
 function providerView(p: Payment): object {
+  // A live collection is completed where its rail says (a card page, a bank, a phone prompt), never here.
+  if (p.owner.startsWith('live:') && p.method !== 'wallet') {
+    return { type: p.method, checkout_url: p.rail?.payUrl ?? null, provider_reference: p.rail?.providerReference ?? null };
+  }
   if (p.method === 'card') return { type: 'card', checkout_url: checkoutUrl(p) };
   if (p.method === 'mobile_money') {
     return { type: 'mobile_money', instructions: { phone: p.promptPhone ?? null, message: 'Approve the payment prompt sent to this phone.' } };

@@ -11,13 +11,18 @@ import { compressImage, snapshotRow } from '../store/snapshot.ts';
 import { encodePartition } from './partition-image.ts';
 import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
-import type { Effect, HandlerContext } from './handlers/common.ts';
+import { setRequeryAfterMs, type Effect, type HandlerContext, type RailCall } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
-import { setPublicUrl } from './views.ts';
+import { ClockTimers } from '../rails/clock-timers.ts';
 import { Passivation } from './passivate.ts';
 import { SHARD_METRICS_INTERVAL_MS, ShardMetrics } from '../metrics/shard-metrics.ts';
+import { setConnectors } from '../rails/coverage.ts';
+import type { RailAnswer } from '../rails/rail.ts';
+import { callConnector } from '../connectors/client.ts';
+import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
+import { publicUrlOf, setPublicUrl } from './views.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -34,6 +39,9 @@ export interface ShardWorkerData {
   /** How often unused quotes past expiry leave the heap. */
   quoteSweepMs: number;
   clockOffsets: Array<[owner: string, offsetMs: number]>;
+  /** Operator connectors (live rails): their calls run here, as effects after commit. */
+  connectors: ConnectorConfig[];
+  requeryAfterMs: number;
 }
 
 interface Queued {
@@ -51,6 +59,11 @@ const recovered = recoverShard(store, { partitions });
 const passivation = new Passivation();
 const states: Map<number, PartitionState> = recovered.states;
 const clockOffsets = new Map<string, number>(data.clockOffsets);
+/** Requeries and other follow-ups due at an instant of the owner's clock (advanced by the sandbox helper). */
+const clockTimers = new ClockTimers((owner) => clockOffsets.get(owner) ?? 0);
+setConnectors(data.connectors.map(coverageOf));
+setRequeryAfterMs(data.requeryAfterMs);
+const connectorsByName = new Map(data.connectors.map((c) => [c.name, c]));
 const queue: Queued[] = [];
 /** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
 const TRUNCATE_SLICE_RECORDS = 2_000;
@@ -74,6 +87,15 @@ function runEffect(effect: Effect): void {
     post({ type: 'forward', cmd: effect.cmd, ...(effect.replyTo === undefined ? {} : { replyTo: effect.replyTo }) });
     return;
   }
+  if (effect.call !== undefined) {
+    runRailCall(effect, effect.call);
+    return;
+  }
+  if (effect.dueAtMs !== undefined) {
+    const owner = effect.cmd.owner;
+    clockTimers.schedule(owner, effect.dueAtMs, () => enqueue({ n: -1, cmd: { ...effect.cmd, nowMs: Math.max(effect.cmd.nowMs, clockTimers.nowOf(owner)) } }));
+    return;
+  }
   setTimeout(() => {
     // A rail answers on the account's sandbox clock as it is when the answer arrives.
     const nowMs = Math.max(effect.cmd.nowMs, Date.now() + (clockOffsets.get(effect.cmd.owner) ?? 0));
@@ -86,6 +108,20 @@ function runEffect(effect: Effect): void {
  * exactly the committed state, and their replies leave before the batch's fsync.
  */
 const READ_KINDS = new Set<Command['k']>(['customer.get', 'wallet.get', 'txn.get', 'payment.get', 'payment.methods', 'transfer.get', 'beneficiary.get', 'order.get', 'customer.secret', 'wallet.resolve']);
+/** A connector call: made when due (wall time or the owner's clock), its answer enqueued as a command. */
+function runRailCall(effect: Effect, call: RailCall): void {
+  const cmd = effect.cmd;
+  if (cmd.k !== 'rail.answer') throw new Error(`shard ${data.shard}: a rail call must answer with rail.answer, not ${cmd.k}`);
+  const start = (): void => {
+    const connector = connectorsByName.get(call.connector);
+    const answered: Promise<RailAnswer> = connector === undefined
+      ? Promise.resolve({ outcome: 'unknown' })
+      : callConnector(connector, call.kind, call.op, call.reference, { ...call.payload, callback_url: `${publicUrlOf()}/v1/connectors/${connector.name}/callbacks` });
+    void answered.then((answer) => enqueue({ n: -1, cmd: { ...cmd, answer, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner)) } }));
+  };
+  if (effect.dueAtMs !== undefined) clockTimers.schedule(cmd.owner, effect.dueAtMs, start);
+  else setTimeout(start, effect.afterMs).unref();
+}
 
 function flush(): void {
   flushScheduled = false;
@@ -208,6 +244,7 @@ port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offse
       return;
     case 'clock':
       clockOffsets.set(message.owner, message.offsetMs);
+      clockTimers.clockMoved(message.owner);
       return;
     case 'snapshot':
       void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));

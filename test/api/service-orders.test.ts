@@ -303,8 +303,12 @@ describe('orders: fulfilment paths', () => {
     assert.deepEqual([txn.status, txn.failure.code, txn.failure.stage], ['failed', 'PROVIDER_ERROR', 'fulfilment']);
   });
 
-  it('rail timeout (…0001) → unknown, then reconciliation completes it; debited once', async () => {
+  it('rail timeout (…0001) → unknown until the sandbox clock passes the 5-minute requery, then reconciliation completes it; debited once', async () => {
     const { c, o } = await walletOrder('0001');
+    await until(statusOf(o.id), (s) => s.status === 'unknown', 'unknown');
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal((await statusOf(o.id)()).status, 'unknown', 'real time alone does not requery');
+    assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 300 } })).status, 200);
     const done = await until(statusOf(o.id), (s) => s.status === 'completed', 'reconciled');
     assert.ok(done.fulfillment_snapshot !== null);
     const txn = (await api('GET', `/v1/transactions/${o.transaction_id}`)).body.data;

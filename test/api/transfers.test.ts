@@ -172,10 +172,14 @@ test('transfer: rail failure (account ending 9999) → failed PROVIDER_ERROR at 
   assert.deepEqual(again.status_history.map((h: { status: string }) => h.status), ['pending', 'processing', 'failed', 'pending', 'processing', 'failed']);
 });
 
-test('transfer: rail timeout (account ending 9998) → unknown, then reconciliation completes it once', async () => {
+test('transfer: rail timeout (account ending 9998) → unknown until the sandbox clock passes the 5-minute requery, then completed once', async () => {
   const c = await funded(api, 1_000_000);
   const b = await beneficiary(api, c.id, '0123459998');
   const r = await api('POST', '/v1/transfers', { idempotencyKey: idem(), body: { customer_id: c.id, beneficiary_id: b, amount_minor: 100_000, currency: 'NGN' } });
+  await waitFor(api, `/v1/transfers/${r.body.data.id}`, (d) => d.status === 'unknown');
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  assert.equal((await api('GET', `/v1/transfers/${r.body.data.id}`)).body.data.status, 'unknown', 'real time alone does not requery');
+  assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 300 } })).status, 200);
   const done = await waitFor(api, `/v1/transactions/${r.body.data.transaction_id}`, (d) => d.status === 'completed');
   assert.deepEqual(done.status_history.map((h: { status: string }) => h.status), ['pending', 'processing', 'unknown', 'completed']);
   const wallet = (await api('GET', `/v1/wallets/${c.walletId}`)).body.data;

@@ -184,8 +184,9 @@ describe('GET /v1/openapi.json', () => {
   it('security: country endpoints and the document are public; every other operation needs the bearer key', () => {
     assert.equal(doc.components.securitySchemes.bearer?.type, 'http');
     assert.equal(doc.components.securitySchemes.bearer?.scheme, 'bearer');
-    // The hosted card checkout pages are public too: the token in their address authorises them.
-    const publicPaths = new Set(['/v1/countries', '/v1/countries/{code}/context', '/v1/openapi.json', '/v1/checkout/{id}', '/v1/checkout/{id}/complete', '/v1/checkout/{id}/decline']);
+    // The hosted card checkout pages are public too: the token in their address authorises them; so are
+    // connector callbacks, which the connector's HMAC signature authorises.
+    const publicPaths = new Set(['/v1/countries', '/v1/countries/{code}/context', '/v1/openapi.json', '/v1/checkout/{id}', '/v1/checkout/{id}/complete', '/v1/checkout/{id}/decline', '/v1/connectors/{name}/callbacks']);
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         if (publicPaths.has(path)) assert.deepEqual(op.security, [], `${method} ${path}`);

@@ -4,6 +4,7 @@
 import { reject, statusOf, type Rejection } from '../../errors.ts';
 import { tierLimits } from '../../catalogue/limits.ts';
 import type { WalEvent } from '../events.ts';
+import type { RailKind, RailOp } from '../../rails/rail.ts';
 import type { Command, ForwardMessage } from '../protocol.ts';
 import type { Customer, EventType, OutboxEvent, Owner, PartitionState, StoredReply, Transaction } from '../state.ts';
 
@@ -12,9 +13,22 @@ export const DAY_MS = 86_400_000;
 /** Work for after the batch is durable: a command this shard sends itself later (a rail's answer). */
 export interface Effect {
   afterMs: number;
+  /** When set, the command waits until the owner's clock (wall time + sandbox offset) reaches this instead. */
+  dueAtMs?: number;
   cmd: Command;
+  /** A live rail call (connector request) whose answer is put into `cmd` (a `rail.answer`) and enqueued. */
+  call?: RailCall;
   /** Set for a command to another partition whose answer must come back (see ForwardMessage). */
   replyTo?: ForwardMessage['replyTo'];
+}
+
+export interface RailCall {
+  connector: string;
+  kind: RailKind;
+  op: RailOp;
+  /** `<entity id>:<attempt>`: the rail's idempotency id for this attempt. */
+  reference: string;
+  payload: Record<string, unknown>;
 }
 
 export interface Outcome {
@@ -76,8 +90,15 @@ export function customerFor(ctx: HandlerContext, cmd: Command, customerId: strin
 
 export { isRejection } from '../../errors.ts';
 
-/** How long after a rail timeout it is asked again about the same purchase (on top of the rail latency). */
-export const REQUERY_AFTER_MS = 200;
+/**
+ * How long after a rail timeout it is asked again about the same purchase, on the owner's clock
+ * (KOBO_REQUERY_AFTER_MS, default 5 minutes; set once per shard at start-up).
+ */
+export let REQUERY_AFTER_MS = 5 * 60_000;
+
+export function setRequeryAfterMs(ms: number): void {
+  REQUERY_AFTER_MS = ms;
+}
 
 /** A rail answer or follow-up that no longer applies (the entity moved on): refused, nothing changes. */
 export function stale(why: string): Outcome {

@@ -13,6 +13,8 @@ import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
 import { okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { isLiveOwner, liveConnectorFor } from '../../rails/coverage.ts';
+import { railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import { moveOrder } from './orders.ts';
 import { movePayment, moveTransaction, releaseUsage } from './transactions.ts';
 
@@ -39,7 +41,88 @@ export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partiti
   const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
   const txn = ctx.state.transactions.get(order.transactionId)!;
   if (txn.status === 'pending') events.push(moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs })!);
+  if (isLiveOwner(order.owner)) {
+    const call = fulfilmentCall(ctx, order, attempt, 'submit');
+    // No connector serves it any more (removed since the order was taken): the purchase is not made;
+    // the order waits in fulfilling for an operator (or a connector) rather than being simulated.
+    return { events, effects: call === null ? [] : [call] };
+  }
   return { events, effects: [later(ctx, order, partition, { k: 'order.rail', id: order.id, attempt }, ctx.railLatencyMs)] };
+}
+
+/** A live purchase (or requery of one) at the connector serving the service and country; null when none does. */
+export function fulfilmentCall(ctx: HandlerContext, order: ServiceOrder, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
+  const connector = liveConnectorFor('fulfilment', { service: order.serviceCode, country: order.countryCode, currency: order.destinationCurrency });
+  if (connector === undefined) return null;
+  const payload = op === 'requery' ? {} : {
+    service_code: order.serviceCode,
+    country_code: order.countryCode,
+    operator_code: order.operatorCode,
+    product_code: order.productCode,
+    meter_type: order.meterType,
+    recipient: recipientOf(order),
+    amount_minor: order.providerCostMinor,
+    currency: order.destinationCurrency,
+  };
+  return {
+    afterMs: 0,
+    ...(dueAtMs === undefined ? {} : { dueAtMs }),
+    call: { connector: connector.name, kind: 'fulfilment', op, reference: railReference(order.id, attempt), payload },
+    cmd: { k: 'rail.answer', kind: 'fulfilment', id: order.id, attempt, phase: op, answer: null, owner: order.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
+  };
+}
+
+/**
+ * A live fulfilment rail's answer: settled → delivered (snapshot from the rail's detail); failed →
+ * failed with the money returned; no trustworthy answer → unknown, requeried on the owner's clock,
+ * never re-purchased; not_found on requery → the same purchase submitted again (same reference).
+ */
+export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
+  const order = orderOf(ctx, cmd.id);
+  const answer = cmd.answer;
+  if (order === undefined || answer === null || !isLiveOwner(order.owner)) return stale('no live order by that reference');
+  const again = (op: RailOp, dueAtMs?: number): Effect[] => [fulfilmentCall(ctx, order, order.dispatchAttempt, op, dueAtMs)].filter((e): e is Effect => e !== null);
+  if (cmd.connector !== undefined && again('requery')[0]?.call?.connector !== cmd.connector) return stale('this order is not served by that connector');
+  if (order.dispatchAttempt !== cmd.attempt) return stale(`the answer is for dispatch ${cmd.attempt}; the order is on ${order.dispatchAttempt}`);
+  if (order.status !== 'fulfilling' && order.status !== 'unknown') return stale(`order is ${order.status}`);
+  const unknown = order.status === 'unknown';
+  switch (answer.outcome) {
+    case 'settled': {
+      const snapshot = {
+        service_code: order.serviceCode,
+        country_code: order.countryCode,
+        operator_code: order.operatorCode,
+        product_code: order.productCode,
+        amount_minor: order.providerCostMinor,
+        currency: order.destinationCurrency,
+        provider_reference: answer.providerReference,
+        delivered_at: new Date(ctx.nowMs).toISOString(),
+        ...(answer.detail ?? {}),
+      };
+      return { events: deliveredEvents(ctx, order, unknown ? 'reconcile' : 'rail.delivered', snapshot), reply: done };
+    }
+    case 'failed': {
+      const failed = failedEvents(ctx, order, cmd.partition, unknown ? 'reconcile' : 'rail.failed', `The fulfilment rail failed the purchase (${answer.failureCode}).`);
+      return { events: failed.events, reply: done, effects: failed.effects };
+    }
+    case 'terminal': {
+      if (cmd.phase !== 'submit' || unknown) return { events: [], reply: done, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
+      const failed = failedEvents(ctx, order, cmd.partition, 'rail.failed', 'The fulfilment rail refused the request.');
+      return { events: failed.events, reply: done, effects: failed.effects };
+    }
+    case 'unknown': {
+      if (unknown) return { events: [], reply: done, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
+      const txn = ctx.state.transactions.get(order.transactionId)!;
+      const events = [moveOrder(order, { type: 'rail.timeout', atMs: ctx.nowMs })!, moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs })!];
+      return { events, reply: done, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
+    }
+    case 'accepted':
+      return { events: [], reply: done, effects: cmd.phase === 'callback' ? [] : again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
+    case 'not_found':
+      return { events: [], reply: done, effects: again('submit') };
+    case 'retryable':
+      return { events: [], reply: done, effects: again(cmd.phase === 'requery' ? 'requery' : 'submit', ctx.nowMs + RAIL_RETRY_AFTER_MS) };
+  }
 }
 
 /** A wallet-paid order's funds are confirmed (held): dispatch. */
@@ -52,9 +135,9 @@ export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' 
 }
 
 /** Delivered: snapshot in, service transaction completed, funds posted (wallet hold) and the fee taken. */
-function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.delivered' | 'reconcile' | 'operator.resolve'): WalEvent[] {
+function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.delivered' | 'reconcile' | 'operator.resolve', railSnapshot?: Record<string, unknown>): WalEvent[] {
   const event = via === 'rail.delivered' ? { type: via, atMs: ctx.nowMs } as const : { type: via, atMs: ctx.nowMs, outcome: 'delivered' } as const;
-  const snapshot = fulfilmentSnapshot({
+  const snapshot = railSnapshot ?? fulfilmentSnapshot({
     service: order.serviceCode as ServiceCode,
     country: order.countryCode,
     operatorCode: order.operatorCode ?? '',
@@ -135,7 +218,7 @@ function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[]
 /** The rail's answer to a dispatch (or to a requery after a restart: the same reference, the same answer). */
 export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'fulfilling' || order.dispatchAttempt !== cmd.attempt) return stale('order is not awaiting this dispatch');
+  if (order === undefined || order.status !== 'fulfilling' || order.dispatchAttempt !== cmd.attempt || isLiveOwner(order.owner)) return stale('order is not awaiting this sandbox dispatch');
   const answer = railAnswer(recipientOf(order), cmd.attempt);
   switch (answer) {
     case 'delivered':
@@ -151,7 +234,7 @@ export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' 
     case 'timeout': {
       const txn = ctx.state.transactions.get(order.transactionId)!;
       const events = [moveOrder(order, { type: 'rail.timeout', atMs: ctx.nowMs })!, moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs })!];
-      return { events, reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.reconcile', id: order.id }, ctx.railLatencyMs + REQUERY_AFTER_MS)] };
+      return { events, reply: done, effects: [{ ...later(ctx, order, cmd.partition, { k: 'order.reconcile', id: order.id }, 0), dueAtMs: ctx.nowMs + REQUERY_AFTER_MS }] };
     }
     case 'retry':
       return { events: [moveOrder(order, { type: 'rail.retry', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.retry', id: order.id }, ctx.railLatencyMs)] };
@@ -163,7 +246,7 @@ export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' 
 /** Reconciliation of an unknown order: requery the rail for the same provider_reference. */
 export function reconcileOrder(ctx: HandlerContext, cmd: Command & { k: 'order.reconcile' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'unknown') return stale('order is not unknown');
+  if (order === undefined || order.status !== 'unknown' || isLiveOwner(order.owner)) return stale('order is not an unknown sandbox order');
   const outcome = requeryOutcome(recipientOf(order));
   assert(outcome === 'delivered', 'fulfilment: the sandbox requery finds purchases delivered');
   return { events: deliveredEvents(ctx, order, 'reconcile'), reply: done };

@@ -9,12 +9,13 @@ import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { orderMachine, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
 import { COMPLIANCE_DENIED_COST_MINOR } from '../../rails/sandbox-fulfilment.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
 import { checkoutUrl, paymentView } from '../views.ts';
 import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
-import { methodsFor, sandboxAccountNumber } from './payments.ts';
+import { collectionCall, methodsFor, sandboxAccountNumber } from './payments.ts';
 import { moveTransaction, newTransaction, movePayment, releaseUsage } from './transactions.ts';
 import type { FailureCode, TransactionEvent } from '../../../machines/transaction.machine.ts';
 import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
@@ -76,7 +77,7 @@ function createResponse(order: ServiceOrder, payment: Payment): object {
   return {
     order: orderView(order),
     payment: { id: payment.id, transaction_id: payment.transactionId, method: payment.method, status: payment.status },
-    checkout_url: payment.method === 'card' ? checkoutUrl(payment) : null,
+    checkout_url: payment.method !== 'card' ? null : isLiveOwner(payment.owner) ? (payment.rail?.payUrl ?? null) : checkoutUrl(payment),
     instructions: payment.method === 'bank_transfer' ? (view.provider.instructions ?? null) : null,
   };
 }
@@ -87,7 +88,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   const customer = customerFor(ctx, cmd, req.customerId);
   if (isRejection(customer)) return rejected(customer);
   // Screening runs first: a blocked order is refused whatever else is wrong with it.
-  if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
+  if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR && !isLiveOwner(cmd.owner)) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
   const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
   const recipient = orderRecipient(svc, req, req.validationSnapshot ?? null);
@@ -114,6 +115,8 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
 
   const orderId = ctx.mintId();
   const paymentId = ctx.mintId();
+  // Live: the collection goes to the operator's connector; kobo's sandbox instructions and page are not used.
+  const liveRail = isLiveOwner(cmd.owner) && req.paymentMethod !== 'wallet';
   const base = { owner: cmd.owner, customerId: customer.id, amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency };
   const serviceTxn = newTransaction(ctx, { ...base, type: 'service', feeMinor: pricing.feeMinor, reference: orderId, paymentId: null });
   serviceTxn.orderId = orderId;
@@ -130,10 +133,10 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
     currency: pricing.sourceCurrency,
     reference: orderId,
     walletId: wallet.id,
-    instructions: req.paymentMethod === 'bank_transfer'
+    instructions: req.paymentMethod === 'bank_transfer' && !liveRail
       ? { bankName: 'Kobo Sandbox Bank', bankCode: '999', accountNumber: sandboxAccountNumber(paymentId), accountName: `KOBO/${customer.name}`.slice(0, 64), reference: `KOBO-${paymentId.slice(-10)}`, expiresAtMs: ctx.nowMs + 86_400_000 }
       : null,
-    ...(req.paymentMethod === 'card' ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
+    ...(req.paymentMethod === 'card' && !liveRail ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
     orderId,
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
@@ -199,6 +202,11 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
       submitted,
       paymentMoved,
     );
+  }
+  if (liveRail) {
+    const call = collectionCall(ctx, payment, customer, paymentTxn.attempt, 'submit');
+    assert(call !== null, 'orders: a selectable live method has a connector');
+    effects.push(call);
   }
   return {
     events,

@@ -23,6 +23,8 @@ import {
   rejected,
   usageEvent,
   DAY_MS,
+  REQUERY_AFTER_MS,
+  stale,
   type Effect,
   type HandlerContext,
   type Outcome,
@@ -30,6 +32,8 @@ import {
 import { openWallet } from './customers.ts';
 import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
 import { dispatchEvents } from './fulfilment.ts';
+import { isLiveOwner, liveConnectorFor, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
+import { railFailureCode, railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 
 /** How long bank-transfer instructions stay payable. */
 const INSTRUCTIONS_TTL_MS = DAY_MS;
@@ -40,6 +44,7 @@ export function methodsFor(customer: Customer): Array<MethodRule & { selectable:
     if (!rule.selectable) reason = 'funding_instrument';
     else if (!rule.enabled) reason = 'not_enabled_in_country';
     else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
+    else if (rule.method !== 'wallet' && !railServes(customer.owner, 'collection', { method: rule.method, country: customer.countryCode })) reason = NO_LIVE_CONNECTOR;
     return { ...rule, selectable: reason === null, reason };
   });
 }
@@ -118,6 +123,8 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   if (over !== null) return rejected(over);
 
   const paymentId = ctx.mintId();
+  // A live collection goes to the operator's connector; kobo's sandbox instructions and page are not used.
+  const liveRail = isLiveOwner(cmd.owner) && method !== 'wallet';
   const feeMinor = method === 'wallet' ? 0 : collectionFeeMinor(method, body.currency, body.amountMinor);
   const txn = newTransaction(ctx, {
     owner: cmd.owner,
@@ -142,7 +149,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     reference: body.reference,
     walletId,
     instructions:
-      method === 'bank_transfer'
+      method === 'bank_transfer' && !liveRail
         ? {
             bankName: 'Kobo Sandbox Bank',
             bankCode: '999',
@@ -153,7 +160,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
           }
         : null,
     // Derived from a minted id (random in production, fixed in replay tests): handlers stay pure.
-    ...(method === 'card' ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
+    ...(method === 'card' && !liveRail ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
     ...(method === 'mobile_money' ? { promptPhone: customer.phone } : {}),
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
@@ -163,6 +170,11 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   if (method === 'wallet') {
     events.push(...holdEvents(ctx, payment, txn));
     effects.push(railSettle(ctx, cmd, payment.id, txn.attempt));
+  }
+  if (liveRail) {
+    const call = collectionCall(ctx, payment, customer, txn.attempt, 'submit');
+    assert(call !== null, 'payments: a selectable live method has a connector');
+    effects.push(call);
   }
   return { events, reply: (state) => okReply(201, paymentView(state.payments.get(paymentId)!)), effects };
 }
@@ -287,6 +299,8 @@ export function checkoutPayment(ctx: HandlerContext, cmd: Command & { k: 'paymen
   const payment = ctx.state.payments.get(cmd.id);
   const token = payment?.checkoutToken;
   if (payment === undefined || token === undefined || !tokensEqual(token, cmd.token)) return rejected(reject('NOT_FOUND', 'No such checkout.'));
+  // Live card payments are completed by the card rail's own page, never by kobo's sandbox page.
+  if (isLiveOwner(payment.owner)) return rejected(reject('NOT_FOUND', 'No such checkout: the hosted checkout page is sandbox only.'));
   const asOwner = { owner: payment.owner, nowMs: cmd.nowMs, partition: cmd.partition, customerScope: null };
   if (cmd.action === 'complete') return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail' });
   if (cmd.action === 'decline') return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });
@@ -301,4 +315,60 @@ function tokensEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** A live collection call to the connector serving the method (null when none does). */
+export function collectionCall(ctx: HandlerContext, payment: Payment, customer: Customer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
+  const connector = liveConnectorFor('collection', { method: payment.method, country: customer.countryCode, currency: payment.currency });
+  if (connector === undefined) return null;
+  const payload = op === 'requery' ? {} : {
+    method: payment.method,
+    amount_minor: payment.amountMinor,
+    currency: payment.currency,
+    customer: { id: customer.id, name: customer.name, email: customer.email, phone: customer.phone, country: customer.countryCode },
+  };
+  return {
+    afterMs: 0,
+    ...(dueAtMs === undefined ? {} : { dueAtMs }),
+    call: { connector: connector.name, kind: 'collection', op, reference: railReference(payment.id, attempt), payload },
+    cmd: { k: 'rail.answer', kind: 'collection', id: payment.id, attempt, phase: op, answer: null, owner: payment.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
+  };
+}
+
+/**
+ * A live collection rail's answer. accepted → the payer's page is recorded (the callback settles it);
+ * settled / failed → the payment completes (wallet credited net of fee) or fails; no trustworthy
+ * answer → stays pending and is requeried on the owner's clock; not_found → resubmitted (same reference).
+ */
+export function collectionAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
+  const payment = ctx.state.payments.get(cmd.id);
+  const answer = cmd.answer;
+  if (payment === undefined || answer === null || !isLiveOwner(payment.owner) || payment.method === 'wallet') return stale('no live collection by that reference');
+  const customer = ctx.state.customers.get(payment.customerId)!;
+  const txn = ctx.state.transactions.get(payment.transactionId)!;
+  const again = (op: RailOp, dueAtMs?: number): Effect[] => [collectionCall(ctx, payment, customer, txn.attempt, op, dueAtMs)].filter((e): e is Effect => e !== null);
+  if (cmd.connector !== undefined && again('requery')[0]?.call?.connector !== cmd.connector) return stale('this collection is not served by that connector');
+  if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the payment is on attempt ${txn.attempt}`);
+  if (payment.status !== 'pending') return stale(`payment is ${payment.status}`);
+  const asOwner = { owner: payment.owner, nowMs: ctx.nowMs, partition: cmd.partition, customerScope: null };
+  const reply = (): ReturnType<typeof okReply> => okReply(200, { payment_id: payment.id });
+  switch (answer.outcome) {
+    case 'settled':
+      return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail', attempt: txn.attempt });
+    case 'failed':
+      return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: railFailureCode(answer.failureCode), source: 'rail' });
+    case 'terminal':
+      if (cmd.phase !== 'submit') return { events: [], reply, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
+      return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });
+    case 'accepted': {
+      const same = payment.rail?.providerReference === answer.providerReference && payment.rail?.payUrl === answer.checkoutUrl;
+      return { events: same ? [] : [{ t: 'payment.rail', id: payment.id, providerReference: answer.providerReference, payUrl: answer.checkoutUrl, atMs: ctx.nowMs }], reply };
+    }
+    case 'unknown':
+      return { events: [], reply, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
+    case 'not_found':
+      return { events: [], reply, effects: again('submit') };
+    case 'retryable':
+      return { events: [], reply, effects: again(cmd.phase === 'requery' ? 'requery' : 'submit', ctx.nowMs + RAIL_RETRY_AFTER_MS) };
+  }
 }

@@ -3,6 +3,7 @@
 // (fee per service, country and method; promotions; cross-currency at a locked rate). Shard workers.
 // Invariant: same-currency customer_amount_minor = provider_cost_minor + fee_minor; cross-currency
 // customer_amount_minor = converted_amount_minor + fee_minor; discounts come off the fee.
+import { isLiveOwner } from '../../rails/coverage.ts';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { costInSourceMinor, costInSourceMinorChecked, formatRate } from '../../catalogue/fx.ts';
@@ -49,7 +50,7 @@ export interface Pricing {
  * window), then the inputs against the catalogue.
  */
 export function serviceRejection(customer: Customer, req: ServiceRequest, options: { productCode?: string | null; forOrder: boolean; nowMs: number }): Rejection | CountryService {
-  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel }, nowMs: options.nowMs });
+  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel, owner: customer.owner }, nowMs: options.nowMs });
   if (gate !== null) return gate;
   const svc = countryService(req.countryCode, req.serviceCode);
   if (svc === undefined || !isServiceCode(req.serviceCode)) return reject('SERVICE_UNAVAILABLE', `${req.serviceCode} is not offered in ${req.countryCode}.`);
@@ -232,6 +233,9 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   if (isRejection(recipient)) return rejected(recipient);
   const pricing = priceService(customer, svc, req);
   if (isRejection(pricing)) return rejected(pricing);
+  // Live FX rates would come from an FX connector, which this release does not call: kobo's sandbox
+  // rates never price live money.
+  if (pricing.crossCurrency && isLiveOwner(cmd.owner)) return rejected(reject('FX_QUOTE_UNAVAILABLE', 'Live cross-currency service quotes need an FX rail, which is not offered.'));
   const quote: ServiceQuote = {
     id: ctx.mintId(),
     owner: cmd.owner,

@@ -12,6 +12,8 @@ import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
 import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome, resolveAccountName } from '../../rails/sandbox-payout.ts';
+import { isLiveOwner, liveConnectorFor, railServes } from '../../rails/coverage.ts';
+import { railFailureCode, railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
@@ -30,7 +32,7 @@ import {
   type HandlerContext,
   type Outcome,
 } from './common.ts';
-import { failEvents, moveTransaction, newTransaction } from './transactions.ts';
+import { failEvents, moveTransaction, newTransaction, releaseUsage } from './transactions.ts';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -95,7 +97,12 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
   if (b.type === 'mobile_money' && !/^\+[1-9][0-9]{7,14}$/.test(b.accountNumber)) {
     return rejected(reject('VALIDATION', 'account_number of a mobile_money beneficiary is the E.164 phone number.'));
   }
-  const resolved = resolveAccountName(b.accountNumber.replace(/^\+/, ''));
+  const noRail = payoutRailRejection(cmd.owner, b.type, country, b.currency);
+  if (noRail !== null) return rejected(noRail);
+  // Live: the connector resolved the name at the front end (null: it could not); sandbox: the simulator.
+  const resolved = isLiveOwner(cmd.owner)
+    ? (b.resolvedName === null ? { ok: false as const, reason: 'The payout rail could not verify this account.' } : { ok: true as const, accountName: b.resolvedName })
+    : resolveAccountName(b.accountNumber.replace(/^\+/, ''));
   if (!resolved.ok) return rejected(reject('VERIFICATION_FAILED', resolved.reason));
   const beneficiary: Beneficiary = {
     id: ctx.mintId(),
@@ -111,6 +118,17 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
     createdAtMs: ctx.nowMs,
   };
   return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
+}
+
+/**
+ * Live payouts to a bank account or mobile wallet need a connector serving that payout rail (which also
+ * resolves the account name); without one the account cannot be verified: 422 VERIFICATION_FAILED.
+ */
+function payoutRailRejection(owner: string, type: Beneficiary['type'], country: string, currency: string): Rejection | null {
+  if (type === 'wallet') return null;
+  const scope = { method: type, country, currency };
+  if (railServes(owner, 'payout', scope) && railServes(owner, 'resolve', scope)) return null;
+  return reject('VERIFICATION_FAILED', `No live payout rail serves ${type} payouts in ${currency} to ${country}: the operator has not configured a connector for it.`);
 }
 
 /** A wallet beneficiary is another customer's wallet of the same account; the front end resolved it. */
@@ -185,7 +203,10 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
   if (beneficiary === undefined || beneficiary.owner !== cmd.owner || beneficiary.customerId !== b.customerId) {
     return reject('VALIDATION', 'beneficiary_id does not name a verified beneficiary of this customer.');
   }
-  if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
+  // A sandbox magic value: live screening belongs to the operator's rail, never to an amount.
+  if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR && !isLiveOwner(cmd.owner)) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
+  const noRail = payoutRailRejection(cmd.owner, beneficiary.type, beneficiary.country, beneficiary.currency);
+  if (noRail !== null) return noRail;
   if (beneficiary.type === 'wallet' && (beneficiary.currency !== b.currency || b.quoteId !== null)) {
     return reject('VALIDATION', 'A wallet transfer is in the wallet’s own currency, without a quote.');
   }
@@ -296,13 +317,20 @@ export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
   const found = internal(ctx, cmd.id);
   if (found === null || found.transfer.status !== 'pending') return stale('transfer is not pending');
   const { transfer, txn } = found;
+  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
+  if (payoutRailRejection(transfer.owner, beneficiary.type, beneficiary.country, beneficiary.currency) !== null) {
+    // A live payout no rail serves (made before its connector went away): released, never simulated.
+    const failed = failEvents(ctx, txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'No live payout rail serves this beneficiary.' }, 'fail');
+    assert(failed !== null, 'transfers: a pending transaction accepts fail');
+    return { events: failed, reply: () => okReply(200, {}) };
+  }
   const reference = `PAYOUT-${transfer.id.slice(-12)}-${txn.attempt}`;
   const events = [moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }), moveTransfer(transfer, { type: 'submit', atMs: ctx.nowMs }, reference)];
   assert(events[0] !== null && events[1] !== null, 'transfers: a pending transfer accepts submit');
-  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
-  const effect = beneficiary.type === 'wallet'
-    ? creditEffect(ctx, cmd, transfer, beneficiary)
-    : after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs);
+  let effect: Effect;
+  if (beneficiary.type === 'wallet') effect = creditEffect(ctx, cmd, transfer, beneficiary);
+  else if (isLiveOwner(transfer.owner)) effect = payoutCall(ctx, transfer, txn.attempt, 'submit')!;
+  else effect = after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs);
   return { events: events as WalEvent[], reply: () => okReply(200, {}), effects: [effect] };
 }
 
@@ -390,7 +418,7 @@ export function railAnswer(ctx: HandlerContext, cmd: Command & { k: 'transfer.ra
   const moved = moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs });
   const transferMoved = moveTransfer(transfer, { type: 'timeout', atMs: ctx.nowMs });
   assert(moved !== null && transferMoved !== null, 'transfers: processing accepts timeout');
-  return { events: [moved, transferMoved], reply, effects: [after(ctx, cmd, { k: 'transfer.reconcile', id: transfer.id }, ctx.railLatencyMs + REQUERY_AFTER_MS)] };
+  return { events: [moved, transferMoved], reply, effects: [{ ...after(ctx, cmd, { k: 'transfer.reconcile', id: transfer.id }, 0), dueAtMs: ctx.nowMs + REQUERY_AFTER_MS }] };
 }
 
 /** Reconciliation of an unknown transfer: requery the rail; never resubmit. */
@@ -413,7 +441,10 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
   if (wallet === undefined || !canDebit(wallet, transfer.amountMinor + transfer.feeMinor)) {
     return reject('INSUFFICIENT_FUNDS', `The ${transfer.currency} wallet cannot cover the retried transfer and its fee.`);
   }
-  const beneficiaryType = ctx.state.beneficiaries.get(transfer.beneficiaryId)?.type ?? 'bank_account';
+  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
+  const beneficiaryType = beneficiary?.type ?? 'bank_account';
+  const noRail = payoutRailRejection(transfer.owner, beneficiaryType, beneficiary?.country ?? '', beneficiary?.currency ?? transfer.currency);
+  if (noRail !== null) return noRail;
   const hold = holdOp(ctx, txn.id, transfer, wallet.id, beneficiaryType);
   const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'held', holdId: hold.id, attempt: txn.attempt + 1 });
   const transferMoved = moveTransfer(transfer, { type: 'retry', atMs: ctx.nowMs });
@@ -428,4 +459,97 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
 export function ackOutbox(ctx: HandlerContext, cmd: Command & { k: 'outbox.ack' }): Outcome {
   const ids = cmd.ids.filter((id) => ctx.state.outbox.has(id));
   return { events: ids.length === 0 ? [] : [{ t: 'outbox.handed', ids }], reply: () => okReply(200, { handed: ids.length }) };
+}
+
+/**
+ * A live payout call to the connector serving the beneficiary (null when none does): submit carries
+ * the payout; requery asks about the same reference. `dueAtMs` defers it on the owner's clock.
+ */
+export function payoutCall(ctx: HandlerContext, transfer: Transfer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
+  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
+  if (beneficiary === undefined || beneficiary.type === 'wallet') return null;
+  const connector = liveConnectorFor('payout', { method: beneficiary.type, country: beneficiary.country, currency: beneficiary.currency });
+  if (connector === undefined) return null;
+  const reference = railReference(transfer.id, attempt);
+  const payload = op === 'requery' ? {} : {
+    amount_minor: transfer.destinationAmountMinor,
+    currency: transfer.destinationCurrency,
+    beneficiary: { type: beneficiary.type, country: beneficiary.country, bank_code: beneficiary.bankCode, account_number: beneficiary.accountNumber, account_name: beneficiary.accountName },
+    narration: transfer.narration,
+  };
+  return {
+    afterMs: 0,
+    ...(dueAtMs === undefined ? {} : { dueAtMs }),
+    call: { connector: connector.name, kind: 'payout', op, reference, payload },
+    cmd: { k: 'rail.answer', kind: 'payout', id: transfer.id, attempt, phase: op, answer: null, owner: transfer.owner, nowMs: ctx.nowMs, partition: partitionOfId(transfer.id) },
+  };
+}
+
+/** An unknown payout the rail reports failed after all: the hold is voided and the money stays home. */
+function reconciledFailedEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction, code: string): WalEvent[] {
+  const failure = { code: railFailureCode(code), stage: 'payout' as const, message: 'The payout rail reported the payout failed on requery.' };
+  const event = { type: 'reconcile', atMs: ctx.nowMs, outcome: 'failed' } as const;
+  const moved = moveTransaction(txn, event, { failure, holdStatus: 'released' });
+  const transferMoved = moveTransfer(transfer, event);
+  assert(moved !== null && transferMoved !== null && txn.holdId !== null, 'transfers: unknown accepts reconcile failed');
+  return [
+    { t: 'ledger', ops: [{ op: 'void', id: txn.holdId }], atMs: ctx.nowMs },
+    moved,
+    transferMoved,
+    ...releaseUsage(ctx, txn),
+    outboxEvent(ctx, 'transfer.failed', txn, { status: 'failed', transfer_id: transfer.id, failure: { code: failure.code, stage: failure.stage } }),
+  ];
+}
+
+/**
+ * A live payout rail's answer (response or callback). settled → completed (hold posted); failed →
+ * failed (hold voided); no trustworthy answer → unknown, requeried on the owner's clock; accepted →
+ * waits for the callback (with a requery as the safety net); not_found on requery → resubmitted with
+ * the same reference; retryable → the same request again later.
+ */
+export function payoutAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
+  const found = internal(ctx, cmd.id);
+  const answer = cmd.answer;
+  if (found === null || answer === null || !isLiveOwner(found.transfer.owner)) return stale('no live payout by that reference');
+  const { transfer, txn } = found;
+  const call = payoutCall(ctx, transfer, txn.attempt, 'requery');
+  if (cmd.connector !== undefined && call?.call?.connector !== cmd.connector) return stale('this payout is not served by that connector');
+  if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the transfer is on attempt ${txn.attempt}`);
+  const status = transfer.status;
+  if (status !== 'processing' && status !== 'unknown') return stale(`transfer is ${status}`);
+  const reply = (): ReturnType<typeof okReply> => okReply(200, { transfer_id: transfer.id, status });
+  const requeryAt = (atMs: number): Effect[] => [payoutCall(ctx, transfer, txn.attempt, 'requery', atMs)].filter((e): e is Effect => e !== null);
+  switch (answer.outcome) {
+    case 'settled':
+      return { events: settleEvents(ctx, transfer, txn, status === 'unknown'), reply };
+    case 'failed': {
+      if (status === 'unknown') return { events: reconciledFailedEvents(ctx, transfer, txn, answer.failureCode), reply };
+      const events = failEvents(ctx, txn, { code: railFailureCode(answer.failureCode), stage: 'payout', message: `The payout rail failed the payout (${answer.failureCode}).` }, 'fail');
+      assert(events !== null, 'transfers: a processing transaction accepts fail');
+      return { events, reply };
+    }
+    case 'terminal': {
+      // The rail refused the request itself: at submit the payout never started, so it fails; a
+      // refused requery leaves the outcome unknown and is asked again later.
+      if (cmd.phase !== 'submit' || status !== 'processing') return { events: [], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
+      const events = failEvents(ctx, txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The payout rail refused the request.' }, 'fail');
+      assert(events !== null, 'transfers: a processing transaction accepts fail');
+      return { events, reply };
+    }
+    case 'unknown': {
+      if (status === 'unknown') return { events: [], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
+      const moved = moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs });
+      const transferMoved = moveTransfer(transfer, { type: 'timeout', atMs: ctx.nowMs });
+      assert(moved !== null && transferMoved !== null, 'transfers: processing accepts timeout');
+      return { events: [moved, transferMoved], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
+    }
+    case 'accepted':
+      return { events: [], reply, effects: cmd.phase === 'callback' ? [] : requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
+    case 'not_found':
+      return { events: [], reply, effects: [payoutCall(ctx, transfer, txn.attempt, 'submit')].filter((e): e is Effect => e !== null) };
+    case 'retryable': {
+      const again = payoutCall(ctx, transfer, txn.attempt, cmd.phase === 'requery' ? 'requery' : 'submit', ctx.nowMs + RAIL_RETRY_AFTER_MS);
+      return { events: [], reply, effects: again === null ? [] : [again] };
+    }
+  }
 }

@@ -1,0 +1,52 @@
+// The operator's connector list (KOBO_CONNECTORS_FILE): which live rails each connector serves, where
+// it listens and the secret both sides sign with. Read once by src/config.ts at start-up.
+// Invariant: a file that does not parse or check stops start-up with a message naming the problem.
+import fs from 'node:fs';
+import Type, { type Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+
+const RailName = Type.Union([Type.Literal('collection'), Type.Literal('payout'), Type.Literal('resolve'), Type.Literal('fulfilment'), Type.Literal('fx')]);
+const Codes = Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { maxItems: 256 });
+
+export const ConnectorSchema = Type.Object({
+  name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' }),
+  url: Type.String({ pattern: '^https?://[^\\s]+$' }),
+  secret: Type.String({ minLength: 16, maxLength: 256 }),
+  rails: Type.Array(RailName, { minItems: 1 }),
+  methods: Type.Optional(Codes),
+  countries: Type.Optional(Codes),
+  currencies: Type.Optional(Codes),
+  services: Type.Optional(Codes),
+  /** A request unanswered after this is `unknown` and requeried later. */
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 50, maximum: 120_000 })),
+}, { additionalProperties: false });
+export type ConnectorConfig = Static<typeof ConnectorSchema>;
+
+const FileSchema = Type.Array(ConnectorSchema, { maxItems: 64 });
+const checkFile = Compile(FileSchema);
+
+export const CONNECTOR_TIMEOUT_MS_DEFAULT = 10_000;
+
+export function loadConnectorsFile(file: string): ConnectorConfig[] {
+  if (file === '') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`config: KOBO_CONNECTORS_FILE ${file} cannot be read as JSON`, { cause: error });
+  }
+  if (!checkFile.Check(parsed)) {
+    const first = [...checkFile.Errors(parsed)][0];
+    throw new Error(`config: KOBO_CONNECTORS_FILE ${file}: ${first?.instancePath ?? ''} ${first?.message ?? 'invalid'}`);
+  }
+  const names = new Set<string>();
+  for (const c of parsed) {
+    if (names.has(c.name)) throw new Error(`config: KOBO_CONNECTORS_FILE ${file}: connector name ${c.name} appears twice`);
+    names.add(c.name);
+  }
+  return parsed;
+}
+
+export function coverageOf(c: ConnectorConfig): { name: string; rails: ConnectorConfig['rails']; methods: string[]; countries: string[]; currencies: string[]; services: string[] } {
+  return { name: c.name, rails: c.rails, methods: c.methods ?? [], countries: c.countries ?? [], currencies: c.currencies ?? [], services: c.services ?? [] };
+}
