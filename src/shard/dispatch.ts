@@ -14,7 +14,8 @@ import { createQuote, executeExchange } from './handlers/exchange.ts';
 import { createServiceQuote } from './handlers/service-quotes.ts';
 import { createOrder, getOrder, openOrder } from './handlers/orders.ts';
 import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
-import { ackOutbox, createBeneficiary, createTransfer, creditInbound, creditOutcome, customerSecret, getBeneficiary, getTransfer, railAnswer, reconcileTransfer, resolveWallet, submitTransfer } from './handlers/transfers.ts';
+import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, railAnswer, reconcileTransfer, submitTransfer } from './handlers/transfers.ts';
+import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from './handlers/beneficiaries.ts';
 import { railAnswered } from './handlers/rail-answers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 

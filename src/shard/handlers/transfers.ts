@@ -1,18 +1,17 @@
-// Command handlers for beneficiaries and transfers (payouts): create with a two-phase hold of amount +
-// fee, submit to the sandbox payout rail, settle (post), fail (void), time out (unknown) and reconcile.
+// Command handlers for transfers (payouts; beneficiaries are in beneficiaries.ts): create with a two-phase
+// hold of amount + fee, submit to the payout rail, settle (post), fail (void), time out (unknown) and reconcile.
 // Runs inside shard workers; rail answers arrive as commands after the simulated latency.
 // Invariant: a pending or processing transfer has exactly amount + fee held; unknown is never resubmitted.
 import assert from 'node:assert/strict';
 import { reject, type Rejection } from '../../errors.ts';
-import { findCountry } from '../../catalogue/countries.ts';
-import { accountNumberValid, destinationName, payoutFeeMinor } from '../../catalogue/payouts.ts';
+import { payoutFeeMinor } from '../../catalogue/payouts.ts';
 import { costInSourceMinor } from '../../catalogue/fx.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
-import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome, resolveAccountName } from '../../rails/sandbox-payout.ts';
-import { isLiveOwner, liveConnectorFor, railServes } from '../../rails/coverage.ts';
+import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome } from '../../rails/sandbox-payout.ts';
+import { isLiveOwner, liveConnectorFor } from '../../rails/coverage.ts';
 import { railFailureCode, railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
@@ -33,25 +32,9 @@ import {
   type Outcome,
 } from './common.ts';
 import { failEvents, moveTransaction, newTransaction, releaseUsage } from './transactions.ts';
+import { payoutRailRejection } from './beneficiaries.ts';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-export function beneficiaryView(b: Beneficiary): object {
-  return {
-    id: b.id,
-    object: 'beneficiary',
-    customer_id: b.customerId,
-    type: b.type,
-    currency: b.currency,
-    country: b.country,
-    bank_code: b.bankCode,
-    bank_name: b.bankName,
-    account_number: b.accountNumber,
-    account_name: b.accountName,
-    verified: true,
-    created_at: iso(b.createdAtMs),
-  };
-}
 
 export function transferView(t: Transfer): object {
   return {
@@ -72,101 +55,6 @@ export function transferView(t: Transfer): object {
     created_at: iso(t.createdAtMs),
     updated_at: iso(t.updatedAtMs),
   };
-}
-
-export function customerSecret(ctx: HandlerContext, cmd: Command & { k: 'customer.secret' }): Outcome {
-  const customer = customerFor(ctx, cmd, cmd.id);
-  if (isRejection(customer)) return rejected(customer);
-  return { events: [], reply: () => okReply(200, { pin_hash: customer.pinHash, pin_failures_at_ms: customer.pinFailuresAtMs ?? [] }) };
-}
-
-export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.create' }): Outcome {
-  const b = cmd.body;
-  const customer = customerFor(ctx, cmd, b.customerId);
-  if (isRejection(customer)) return rejected(customer);
-  const country = b.country ?? customer.countryCode;
-  if (findCountry(country)?.payments_enabled !== true) return rejected(reject('VALIDATION', `Payouts to ${country} are not offered.`));
-  let bankName: string | null = null;
-  if (b.type === 'wallet') return createWalletBeneficiary(ctx, cmd, customer.id, country);
-  if (b.bankCode === null) return rejected(reject('VALIDATION', `bank_code is required for ${b.type}.`));
-  bankName = destinationName(b.type, country, b.bankCode) ?? null;
-  if (bankName === null) return rejected(reject('VALIDATION', `bank_code ${b.bankCode} is not a ${b.type === 'bank_account' ? 'bank' : 'mobile-money operator'} in ${country}.`));
-  if (b.type === 'bank_account' && !accountNumberValid(country, b.accountNumber)) {
-    return rejected(reject('VALIDATION', `account_number is not a valid ${country} account number.`));
-  }
-  if (b.type === 'mobile_money' && !/^\+[1-9][0-9]{7,14}$/.test(b.accountNumber)) {
-    return rejected(reject('VALIDATION', 'account_number of a mobile_money beneficiary is the E.164 phone number.'));
-  }
-  const noRail = payoutRailRejection(cmd.owner, b.type, country, b.currency);
-  if (noRail !== null) return rejected(noRail);
-  // Live: the connector resolved the name at the front end (null: it could not); sandbox: the simulator.
-  const resolved = isLiveOwner(cmd.owner)
-    ? (b.resolvedName === null ? { ok: false as const, reason: 'The payout rail could not verify this account.' } : { ok: true as const, accountName: b.resolvedName })
-    : resolveAccountName(b.accountNumber.replace(/^\+/, ''));
-  if (!resolved.ok) return rejected(reject('VERIFICATION_FAILED', resolved.reason));
-  const beneficiary: Beneficiary = {
-    id: ctx.mintId(),
-    owner: cmd.owner,
-    customerId: customer.id,
-    type: b.type,
-    currency: b.currency,
-    country,
-    bankCode: b.bankCode,
-    bankName,
-    accountNumber: b.accountNumber,
-    accountName: resolved.accountName,
-    createdAtMs: ctx.nowMs,
-  };
-  return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
-}
-
-/**
- * Live payouts to a bank account or mobile wallet need a connector serving that payout rail (which also
- * resolves the account name); without one the account cannot be verified: 422 VERIFICATION_FAILED.
- */
-function payoutRailRejection(owner: string, type: Beneficiary['type'], country: string, currency: string): Rejection | null {
-  if (type === 'wallet') return null;
-  const scope = { method: type, country, currency };
-  if (railServes(owner, 'payout', scope) && railServes(owner, 'resolve', scope)) return null;
-  return reject('VERIFICATION_FAILED', `No live payout rail serves ${type} payouts in ${currency} to ${country}: the operator has not configured a connector for it.`);
-}
-
-/** A wallet beneficiary is another customer's wallet of the same account; the front end resolved it. */
-function createWalletBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.create' }, customerId: string, country: string): Outcome {
-  const b = cmd.body;
-  if (b.resolvedName === null) return rejected(reject('VERIFICATION_FAILED', 'No wallet of this account has that id and currency.'));
-  if (ctx.state.customers.get(customerId)?.wallets[b.currency] === b.accountNumber) {
-    return rejected(reject('VALIDATION', 'A customer cannot add its own wallet as a beneficiary.'));
-  }
-  const beneficiary: Beneficiary = {
-    id: ctx.mintId(),
-    owner: cmd.owner,
-    customerId,
-    type: 'wallet',
-    currency: b.currency,
-    country,
-    bankCode: null,
-    bankName: null,
-    accountNumber: b.accountNumber,
-    accountName: b.resolvedName,
-    createdAtMs: ctx.nowMs,
-  };
-  return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
-}
-
-/** Answers the front end's lookup of a wallet (for a wallet beneficiary): holder name and currency. */
-export function resolveWallet(ctx: HandlerContext, cmd: Command & { k: 'wallet.resolve' }): Outcome {
-  const wallet = walletOf(ctx.state, cmd.id);
-  if (wallet === undefined || wallet.owner !== cmd.owner) return rejected(reject('NOT_FOUND', 'No such wallet.'));
-  const holder = ctx.state.customers.get(wallet.customerId);
-  return { events: [], reply: () => okReply(200, { wallet_id: wallet.id, customer_id: wallet.customerId, currency: wallet.currency, name: holder?.name ?? '' }) };
-}
-
-export function getBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'beneficiary.get' }): Outcome {
-  const beneficiary = ctx.state.beneficiaries.get(cmd.id);
-  const denied = accessRejection(cmd, beneficiary, 'beneficiary');
-  if (denied !== null || beneficiary === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such beneficiary.'));
-  return { events: [], reply: () => okReply(200, beneficiaryView(beneficiary)) };
 }
 
 export function moveTransfer(transfer: Transfer, event: TransferEvent, providerReference?: string): WalEvent | null {
