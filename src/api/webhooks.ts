@@ -12,8 +12,8 @@ import type { Delivery as DeliveryRecord, Subscription as SubscriptionRecord, We
 import type { Dispatcher } from '../webhooks/dispatcher.ts';
 import { errorOf } from './deps.ts';
 import type { SandboxClocks } from './clocks.ts';
+import { iso } from '../shard/views.ts';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 const json = (status: number, data: unknown): Reply => ({ status, json: JSON.stringify({ data }) });
 
 function subscriptionView(s: SubscriptionRecord, withSecret = false): object {

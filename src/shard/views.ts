@@ -4,7 +4,8 @@
 import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
 import type { Customer, Payment, Transaction, Wallet } from './state.ts';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
+/** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
+export const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function customerView(c: Customer): object {
   return {

@@ -10,7 +10,7 @@ import { isLiveOwner, railServes } from '../../rails/coverage.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary } from '../state.ts';
 import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
-const iso = (ms: number): string => new Date(ms).toISOString();
+import { iso } from '../views.ts';
 
 export function beneficiaryView(b: Beneficiary): object {
   return {

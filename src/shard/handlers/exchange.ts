@@ -11,8 +11,8 @@ import { walletOf, type Exchange, type ExchangeQuote, type Transaction } from '.
 import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { openWallet } from './customers.ts';
 import { moveTransaction, newTransaction } from './transactions.ts';
+import { iso } from '../views.ts';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function quoteView(q: ExchangeQuote): object {
   return {

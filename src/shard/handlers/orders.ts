@@ -13,14 +13,13 @@ import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
-import { checkoutUrl, paymentView } from '../views.ts';
+import { checkoutUrl, paymentView, iso } from '../views.ts';
 import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { collectionCall, methodsFor, sandboxAccountNumber } from './payments.ts';
 import { moveTransaction, newTransaction, movePayment, releaseUsage } from './transactions.ts';
 import type { FailureCode, TransactionEvent } from '../../../machines/transaction.machine.ts';
 import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function moveOrder(order: ServiceOrder, event: OrderEvent, extra: { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number } = {}): WalEvent | null {
   const status = nextStatus(orderMachine, order.status, {}, event);

@@ -26,10 +26,10 @@ import type { Command, ServiceRequest } from '../protocol.ts';
 import type { Customer, ServiceQuote } from '../state.ts';
 import { customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
 import { methodsFor } from './payments.ts';
+import { iso } from '../views.ts';
 
 export const SERVICE_QUOTE_TTL_MS = 300_000;
 export const SERVICE_PAYMENT_METHODS = ['wallet', 'card', 'bank_transfer'] as const;
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 export interface Pricing {
   /** The payment method whose fee this prices; a quote binds it. */

@@ -33,8 +33,8 @@ import {
 } from './common.ts';
 import { failEvents, moveTransaction, newTransaction, releaseUsage } from './transactions.ts';
 import { payoutRailRejection } from './beneficiaries.ts';
+import { iso } from '../views.ts';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function transferView(t: Transfer): object {
   return {
