@@ -188,7 +188,7 @@ program
   .command('connector')
   .description('run the reference connector: a simulated bank/PSP/biller speaking docs/connectors.md')
   .requiredOption('--secret <secret>', 'the shared secret (the same as in KOBO_CONNECTORS_FILE)')
-  .option('--port <n>', 'listen port (0: any free port)', (v) => Number(v), 9090)
+  .option('--port <n>', 'listen port (0: a free port the OS picks)', (v) => Number(v), 9090)
   .option('--host <host>', 'listen address', '127.0.0.1')
   .option('--name <name>', 'the name kobo knows it by', 'reference')
   .option('--latency-ms <ms>', 'delay before every answer', (v) => Number(v), 0)

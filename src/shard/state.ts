@@ -347,9 +347,16 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
   };
 }
 
-/** The tables whose finished entities leave the heap, in a fixed order. */
-export function entityTables(state: PartitionState): Array<EntityTable<unknown>> {
-  return [state.transactions, state.payments, state.quotes, state.exchanges, state.transfers, state.inboundCredits, state.serviceQuotes, state.orders] as Array<EntityTable<unknown>>;
+const tablesOf = new WeakMap<PartitionState, ReadonlyArray<EntityTable<unknown>>>();
+
+/** The tables whose finished entities leave the heap, in a fixed order (built once per partition: every group commit asks). */
+export function entityTables(state: PartitionState): ReadonlyArray<EntityTable<unknown>> {
+  let tables = tablesOf.get(state);
+  if (tables === undefined) {
+    tables = [state.transactions, state.payments, state.quotes, state.exchanges, state.transfers, state.inboundCredits, state.serviceQuotes, state.orders] as Array<EntityTable<unknown>>;
+    tablesOf.set(state, tables);
+  }
+  return tables;
 }
 
 export function walletOf(state: PartitionState, walletId: string): Wallet | undefined {

@@ -155,3 +155,21 @@ test('kill -9 while snapshots and WAL truncation run constantly → nothing ackn
   const verify = kobo(server.dataDir, 'verify');
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
 });
+
+test('expired exchange quote: swept out of the heap to the cold table, POST /v1/exchange still → 409 CONFLICT', { timeout: 60_000 }, async () => {
+  const server = await startServer({ keys, env: { KOBO_QUOTE_SWEEP_MS: '50' } });
+  try {
+    const api = client(server.baseUrl, key);
+    const customer = await fundedCustomer(server);
+    const quote = await api('POST', '/v1/exchange/quotes', { body: { customer_id: customer.id, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 100_000 } });
+    assert.equal(quote.status, 201, JSON.stringify(quote.body));
+    const quoteId: string = quote.body.data.id ?? quote.body.data.quote_id;
+    assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 600 } })).status, 200);
+    await until(async () => coldHas(server.dataDir, quoteId), (found) => found, 'the expired quote to leave the heap', 10_000);
+    const executed = await api('POST', '/v1/exchange', { idempotencyKey: idem('fx'), body: { quote_id: quoteId } });
+    assert.equal(executed.status, 409, JSON.stringify(executed.body));
+    assert.equal(executed.body.error.code, 'CONFLICT');
+  } finally {
+    await server.stop();
+  }
+});

@@ -4,7 +4,7 @@
 import { reject, statusOf, type Rejection } from '../../errors.ts';
 import { tierLimits } from '../../catalogue/limits.ts';
 import type { WalEvent } from '../events.ts';
-import type { RailKind, RailOp } from '../../rails/rail.ts';
+import { railReference, type RailKind, type RailOp } from '../../rails/rail.ts';
 import type { Command, ForwardMessage } from '../protocol.ts';
 import type { Customer, EventType, OutboxEvent, Owner, PartitionState, StoredReply, Transaction } from '../state.ts';
 
@@ -29,6 +29,19 @@ export interface RailCall {
   /** `<entity id>:<attempt>`: the rail's idempotency id for this attempt. */
   reference: string;
   payload: Record<string, unknown>;
+}
+
+/**
+ * The effect of one connector call for an entity's attempt, made after the batch that asked for it is
+ * durable; the connector's answer comes back to this partition as a `rail.answer` command.
+ */
+export function connectorCall(ctx: HandlerContext, call: { kind: RailKind; connector: string; id: string; owner: Owner; attempt: number; op: RailOp; payload: Record<string, unknown>; dueAtMs?: number | undefined }): Effect {
+  return {
+    afterMs: 0,
+    ...(call.dueAtMs === undefined ? {} : { dueAtMs: call.dueAtMs }),
+    call: { connector: call.connector, kind: call.kind, op: call.op, reference: railReference(call.id, call.attempt), payload: call.payload },
+    cmd: { k: 'rail.answer', kind: call.kind, id: call.id, attempt: call.attempt, phase: call.op, answer: null, owner: call.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
+  };
 }
 
 export interface Outcome {

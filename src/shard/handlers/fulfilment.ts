@@ -12,9 +12,9 @@ import type { ServiceCode } from '../../catalogue/services.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
-import { okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { connectorCall, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { isLiveOwner, liveConnectorFor } from '../../rails/coverage.ts';
-import { railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
+import { RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import { moveOrder } from './orders.ts';
 import { movePayment, moveTransaction, releaseUsage } from './transactions.ts';
 
@@ -64,12 +64,7 @@ export function fulfilmentCall(ctx: HandlerContext, order: ServiceOrder, attempt
     amount_minor: order.providerCostMinor,
     currency: order.destinationCurrency,
   };
-  return {
-    afterMs: 0,
-    ...(dueAtMs === undefined ? {} : { dueAtMs }),
-    call: { connector: connector.name, kind: 'fulfilment', op, reference: railReference(order.id, attempt), payload },
-    cmd: { k: 'rail.answer', kind: 'fulfilment', id: order.id, attempt, phase: op, answer: null, owner: order.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
-  };
+  return connectorCall(ctx, { kind: 'fulfilment', connector: connector.name, id: order.id, owner: order.owner, attempt, op, payload, dueAtMs });
 }
 
 /**

@@ -14,6 +14,7 @@ import type { Command } from '../protocol.ts';
 import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { paymentView } from '../views.ts';
 import {
+  connectorCall,
   accessRejection,
   customerFor,
   isRejection,
@@ -33,7 +34,7 @@ import { openWallet } from './customers.ts';
 import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
 import { dispatchEvents } from './fulfilment.ts';
 import { isLiveOwner, liveConnectorFor, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
-import { railFailureCode, railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
+import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 
 /** How long bank-transfer instructions stay payable. */
 const INSTRUCTIONS_TTL_MS = DAY_MS;
@@ -327,12 +328,7 @@ export function collectionCall(ctx: HandlerContext, payment: Payment, customer: 
     currency: payment.currency,
     customer: { id: customer.id, name: customer.name, email: customer.email, phone: customer.phone, country: customer.countryCode },
   };
-  return {
-    afterMs: 0,
-    ...(dueAtMs === undefined ? {} : { dueAtMs }),
-    call: { connector: connector.name, kind: 'collection', op, reference: railReference(payment.id, attempt), payload },
-    cmd: { k: 'rail.answer', kind: 'collection', id: payment.id, attempt, phase: op, answer: null, owner: payment.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
-  };
+  return connectorCall(ctx, { kind: 'collection', connector: connector.name, id: payment.id, owner: payment.owner, attempt, op, payload, dueAtMs });
 }
 
 /**

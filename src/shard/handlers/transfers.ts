@@ -12,11 +12,12 @@ import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
 import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome } from '../../rails/sandbox-payout.ts';
 import { isLiveOwner, liveConnectorFor } from '../../rails/coverage.ts';
-import { railFailureCode, railReference, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
+import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
 import {
+  connectorCall,
   accessRejection,
   customerFor,
   isRejection,
@@ -358,19 +359,13 @@ export function payoutCall(ctx: HandlerContext, transfer: Transfer, attempt: num
   if (beneficiary === undefined || beneficiary.type === 'wallet') return null;
   const connector = liveConnectorFor('payout', { method: beneficiary.type, country: beneficiary.country, currency: beneficiary.currency });
   if (connector === undefined) return null;
-  const reference = railReference(transfer.id, attempt);
   const payload = op === 'requery' ? {} : {
     amount_minor: transfer.destinationAmountMinor,
     currency: transfer.destinationCurrency,
     beneficiary: { type: beneficiary.type, country: beneficiary.country, bank_code: beneficiary.bankCode, account_number: beneficiary.accountNumber, account_name: beneficiary.accountName },
     narration: transfer.narration,
   };
-  return {
-    afterMs: 0,
-    ...(dueAtMs === undefined ? {} : { dueAtMs }),
-    call: { connector: connector.name, kind: 'payout', op, reference, payload },
-    cmd: { k: 'rail.answer', kind: 'payout', id: transfer.id, attempt, phase: op, answer: null, owner: transfer.owner, nowMs: ctx.nowMs, partition: partitionOfId(transfer.id) },
-  };
+  return connectorCall(ctx, { kind: 'payout', connector: connector.name, id: transfer.id, owner: transfer.owner, attempt, op, payload, dueAtMs });
 }
 
 /** An unknown payout the rail reports failed after all: the hold is voided and the money stays home. */
