@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
+import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
@@ -123,6 +123,7 @@ async function measure(
     const counting = coreUse();
     const busyBefore = machineBusySeconds();
     const serverBefore = processCpuSeconds(what.serverPid);
+    const threadsBefore = threadCpuSeconds(what.serverPid);
     const selfBefore = process.cpuUsage();
     const startedMs = Date.now();
     const result = await runWrk({ ...options, scriptArgs: options.scriptArgs?.map((a) => `${a}-${attempt}`) });
@@ -139,6 +140,10 @@ async function measure(
         `p99 ${fmt(result.latencyP99Ms, 2)} ms, non-2xx ${result.non2xx}; server ${run.serverCores.toFixed(2)} cores, ` +
         `wrk ${run.clientCores.toFixed(2)}, others ${foreignCores.toFixed(2)}${quiet.quiet ? '' : ' (machine was busy before the run)'}\n`,
     );
+    if (target === 'kobo') {
+      const threads = [...threadCpuSeconds(what.serverPid)].map(([name, s]) => [name, (s - (threadsBefore.get(name) ?? 0)) / wallS] as const).filter(([, c]) => c >= 0.01);
+      process.stdout.write(`       threads: ${threads.sort((a, b) => b[1] - a[1]).map(([name, c]) => `${name} ${c.toFixed(2)}`).join(', ')}; ${fmt((run.serverCores * 1e6) / result.requestsPerSec, 0)} µs CPU a request\n`);
+    }
     const bad = result.non2xx + result.socketErrors;
     if (result.requests === 0 || bad > result.requests * NON_2XX_RATIO_MAX) {
       throw new Error(`${scenario} (${target}): ${result.non2xx} non-2xx and ${result.socketErrors} socket errors of ${result.requests} requests:\n${result.raw}`);

@@ -113,14 +113,38 @@ export function coreUse(): () => CoreUse[] {
 const CLOCK_TICKS_PER_S = 100; // USER_HZ: /proc/stat and /proc/<pid>/stat count in these on Linux
 
 /** CPU seconds (user + system, all threads) a live process has used; 0 when it is gone. */
-export function processCpuSeconds(pid: number): number {
+export function processCpuSeconds(pid: number, statFile = `/proc/${pid}/stat`): number {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(statFile, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
   } catch {
     return 0;
   }
+}
+
+/**
+ * CPU seconds per thread of a process, summed by thread name (main thread, the shard workers, libuv's
+ * pool, V8's helpers): which thread a server's CPU goes to, read from /proc/PID/task.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tids) {
+    try {
+      const name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const label = tid === String(pid) ? `${name} (main)` : name;
+      byName.set(label, (byName.get(label) ?? 0) + processCpuSeconds(Number(tid), `/proc/${pid}/task/${tid}/stat`));
+    } catch {
+      // The thread ended between listing and reading.
+    }
+  }
+  return byName;
 }
 
 /** CPU seconds every core (or only `core`) has spent busy since boot (steal and iowait excluded). */
