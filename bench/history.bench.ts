@@ -15,6 +15,7 @@ import { ShardStore } from '../src/store/shard-store.ts';
 import { recoverShard, tiersOf } from '../src/shard/recovery.ts';
 import { compressImageSync, snapshotRow } from '../src/store/snapshot.ts';
 import { encodePartition } from '../src/shard/partition-image.ts';
+import { packIdemAt } from '../src/store/tiers.ts';
 import { IdempotencyIndex } from '../src/http/idempotency.ts';
 import { scopeHash } from '../src/store/scope-hash.ts';
 import type { Command } from '../src/shard/protocol.ts';
@@ -144,10 +145,11 @@ async function main(): Promise<void> {
   const heapAfter = heapAfterGc();
   const hot = [...shard.states.values()].reduce((n, s) => n + s.transactions.size + s.payments.size + s.idempotency.size, 0);
 
-  // The front end's index: one entry per remembered key.
+  // The front end's index: one entry per remembered key, where it is stored (partition and row, packed;
+  // rows are LSNs, two records a payment).
   const index = new IdempotencyIndex();
   const indexBefore = heapAfterGc();
-  for (let i = 0; i < payments; i += 1) index.restore(scopeHash(`${owner}:pay-${i}`), i % PARTITIONS);
+  for (let i = 0; i < payments; i += 1) index.restore(scopeHash(`${owner}:pay-${i}`), packIdemAt(i % PARTITIONS, 2 * i + 1));
   const indexAfter = heapAfterGc();
   if (index.size !== payments) throw new Error(`bench: index holds ${index.size} of ${payments} keys`);
 
@@ -167,7 +169,7 @@ async function main(): Promise<void> {
   const restartStarted = performance.now();
   const reopened = new ShardStore(path.join(dir, 'shard-0.db'));
   const recovered = recoverShard(reopened, { partitions });
-  const hashes = reopened.idemHashes(partitions);
+  const hashes = reopened.idemLocations();
   const restartMs = performance.now() - restartStarted;
   reopened.close();
 

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
+import type { IdemRowOut } from '../store/idem-log.ts';
 import { recoverShard } from '../shard/recovery.ts';
 import { compressImageSync, decompressImage, snapshotRow } from '../store/snapshot.ts';
 import { decodePartition, encodePartition } from '../shard/partition-image.ts';
@@ -113,9 +114,10 @@ function copyTiers(backup: Database.Database, shardPath: string, lsn: number): {
   backup.prepare('ATTACH DATABASE ? AS s').run(shardPath);
   try {
     const has = (table: string): boolean => backup.prepare("SELECT 1 FROM s.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
-    const copy = (table: keyof typeof TIER_COLUMNS): number =>
-      has(table) ? backup.prepare(`INSERT INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM s.${table} WHERE lsn <= ?`).run(lsn).changes : 0;
-    return { cold: copy('cold'), idem: copy('idem') };
+    // The shard file keeps idempotency records in `idem_log` (by LSN); the backup, by scope, as before.
+    const copy = (table: keyof typeof TIER_COLUMNS, from: string): number =>
+      has(from) ? backup.prepare(`INSERT OR REPLACE INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM s.${from} WHERE lsn <= ?`).run(lsn).changes : 0;
+    return { cold: copy('cold', 'cold'), idem: copy('idem', has('idem_log') ? 'idem_log' : 'idem') };
   } finally {
     backup.exec('DETACH DATABASE s');
   }
@@ -125,10 +127,12 @@ function copyTiers(backup: Database.Database, shardPath: string, lsn: number): {
 function restoreTiers(store: ShardStore, backupFile: string, shard: number, shards: number): void {
   store.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
   try {
-    for (const table of ['cold', 'idem'] as const) {
-      const present = store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table);
-      if (present === undefined) continue; // a backup from before finished entities left the heap
-      store.db.prepare(`INSERT INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM bk.${table} WHERE partition % ? = ?`).run(shards, shard);
+    const present = (table: string): boolean => store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+    // A backup from before finished entities left the heap has neither table.
+    if (present('cold')) store.db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
+    if (present('idem')) {
+      const rows = store.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM bk.idem WHERE partition % ? = ? ORDER BY lsn').all(shards, shard) as IdemRowOut[];
+      store.db.transaction(() => store.idem.putRows(rows))();
     }
   } finally {
     store.db.exec('DETACH DATABASE bk');

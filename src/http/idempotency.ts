@@ -4,61 +4,72 @@
 // Invariant: two requests with one key never both execute; the second waits and gets the first's result.
 import { isStoredResult, type StoredReply } from '../shard/state.ts';
 import { scopeHash } from '../store/scope-hash.ts';
+import { packIdemAt, unpackIdemAt } from '../store/tiers.ts';
+import assert from 'node:assert/strict';
 
 export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 
 export class IdempotencyIndex {
-  /** hash → the partition holding a record with that hash (several, in the rare case of a collision). */
-  private readonly partitionOf = new Map<number, number | number[]>();
+  /**
+   * hash → where a record with that hash is stored, packed (packIdemAt: partition and row); several
+   * in the rare case of a collision.
+   */
+  private readonly storedAt = new Map<number, number | number[]>();
   private readonly inFlight = new Map<string, Promise<void>>();
 
-  restore(hash: number, partition: number): void {
-    const known = this.partitionOf.get(hash);
-    if (known === undefined) this.partitionOf.set(hash, partition);
+  restore(hash: number, packedAt: number): void {
+    const known = this.storedAt.get(hash);
+    if (known === undefined) this.storedAt.set(hash, packedAt);
     else if (typeof known === 'number') {
-      if (known !== partition) this.partitionOf.set(hash, [known, partition]);
-    } else if (!known.includes(partition)) known.push(partition);
+      if (known !== packedAt) this.storedAt.set(hash, [known, packedAt]);
+    } else if (!known.includes(packedAt)) known.push(packedAt);
   }
 
-  /** A shard holds no record with this hash any more (past retention): such keys are free again there. */
-  forget(pairs: ReadonlyArray<readonly [hash: number, partition: number]>): void {
-    for (const [hash, partition] of pairs) {
-      const known = this.partitionOf.get(hash);
-      if (known === partition) this.partitionOf.delete(hash);
+  /** These records are gone (past retention): their keys are free again. */
+  forget(pairs: ReadonlyArray<readonly [hash: number, packedAt: number]>): void {
+    for (const [hash, packedAt] of pairs) {
+      const known = this.storedAt.get(hash);
+      if (known === packedAt) this.storedAt.delete(hash);
       else if (Array.isArray(known)) {
-        const rest = known.filter((p) => p !== partition);
-        if (rest.length === 1) this.partitionOf.set(hash, rest[0]!);
-        else this.partitionOf.set(hash, rest);
+        const rest = known.filter((p) => p !== packedAt);
+        if (rest.length === 1) this.storedAt.set(hash, rest[0]!);
+        else if (rest.length === 0) this.storedAt.delete(hash);
+        else this.storedAt.set(hash, rest);
       }
     }
   }
 
   get size(): number {
-    return this.partitionOf.size;
+    return this.storedAt.size;
   }
 
   /**
    * Runs `execute` at `partition` unless the key already has a stored result, in which case the
-   * partition that holds it replays (or refuses a different payload with IDEMPOTENCY_REPLAY).
+   * partition that holds it replays the record at its row (or refuses a different payload with
+   * IDEMPOTENCY_REPLAY). `execute(partition, seq)`: seq null runs the command as new.
    */
   async run(
     scope: string,
     partition: number,
-    execute: (partition: number, replay: boolean) => Promise<StoredReply>,
+    execute: (partition: number, seq: number | null) => Promise<StoredReply>,
   ): Promise<StoredReply> {
     for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
     const hash = scopeHash(scope);
-    const known = this.partitionOf.get(hash);
+    const known = this.storedAt.get(hash);
     let done!: () => void;
     this.inFlight.set(scope, new Promise<void>((resolve) => (done = resolve)));
     try {
-      for (const candidate of known === undefined ? [] : typeof known === 'number' ? [known] : [...known]) {
-        const replayed = await execute(candidate, true);
+      for (const packedAt of known === undefined ? [] : typeof known === 'number' ? [known] : [...known]) {
+        const at = unpackIdemAt(packedAt);
+        const replayed = await execute(at.partition, at.seq);
         // A miss is another scope with the same hash: this key has no result there.
         if (replayed.miss !== true) return replayed;
       }
-      const reply = await execute(partition, false);
-      if (isStoredResult(reply.status)) this.restore(hash, partition);
+      const reply = await execute(partition, null);
+      if (isStoredResult(reply.status)) {
+        assert(reply.seq !== undefined, 'idempotency: a stored result must say where it was stored');
+        this.restore(hash, packIdemAt(partition, reply.seq));
+      }
       return reply;
     } finally {
       this.inFlight.delete(scope);

@@ -13,7 +13,8 @@ export class Metrics {
   private readonly requests = new Counter({ name: 'kobo_http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames: ['method', 'route', 'status'] as const, registers: [this.registry] });
   private readonly requestSeconds = new Histogram({ name: 'kobo_http_request_duration_seconds', help: 'Time from request received to response written, by method and route template.', labelNames: ['method', 'route'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly batchSize = new Histogram({ name: 'kobo_group_commit_commands', help: 'Commands per group commit.', labelNames: ['shard'] as const, buckets: BATCH_BUCKETS, registers: [this.registry] });
-  private readonly commitSeconds = new Histogram({ name: 'kobo_group_commit_fsync_seconds', help: 'Duration of a group commit\'s SQLite transaction, fsync included.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  private readonly commitSeconds = new Histogram({ name: 'kobo_group_commit_seconds', help: 'Duration of a group commit\'s SQLite transaction (its fsync is kobo_journal_fsync_seconds).', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  private readonly syncSeconds = new Histogram({ name: 'kobo_journal_fsync_seconds', help: 'Duration of an fsync of a shard\'s sqlite journal; each covers every group commit before it, and no reply leaves before its own.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly walRecords = new Counter({ name: 'kobo_wal_records_total', help: 'WAL records appended.', labelNames: ['shard'] as const, registers: [this.registry] });
   private readonly snapshotSeconds = new Histogram({ name: 'kobo_snapshot_duration_seconds', help: 'Time to snapshot a shard\'s changed partitions.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly rails = new Counter({ name: 'kobo_rail_calls_total', help: 'Rail answers applied, by rail and outcome.', labelNames: ['rail', 'outcome'] as const, registers: [this.registry] });
@@ -43,6 +44,7 @@ export class Metrics {
     const shard = String(message.shard);
     for (const size of message.batchSizes) this.batchSize.observe({ shard }, size);
     for (const seconds of message.commitSeconds) this.commitSeconds.observe({ shard }, seconds);
+    for (const seconds of message.syncSeconds) this.syncSeconds.observe({ shard }, seconds);
     for (const seconds of message.snapshotSeconds) this.snapshotSeconds.observe({ shard }, seconds);
     if (message.walRecords > 0) this.walRecords.inc({ shard }, message.walRecords);
     for (const [key, count] of Object.entries(message.rails)) {

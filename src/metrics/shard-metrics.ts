@@ -13,8 +13,10 @@ export interface ShardMetricsMessage {
   shard: number;
   /** Commands per group commit. */
   batchSizes: number[];
-  /** Seconds each group commit's SQLite transaction (with its fsync) took. */
+  /** Seconds each group commit's SQLite transaction took (its fsync runs apart, see syncSeconds). */
   commitSeconds: number[];
+  /** Seconds each fsync of the sqlite journal took (one covers every batch committed before it began). */
+  syncSeconds: number[];
   walRecords: number;
   snapshotSeconds: number[];
   /** `${rail}:${outcome}` → answers. */
@@ -50,7 +52,7 @@ export class ShardMetrics {
   }
 
   private empty(): ShardMetricsMessage {
-    return { type: 'metrics', shard: this.shard, batchSizes: [], commitSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0 };
+    return { type: 'metrics', shard: this.shard, batchSizes: [], commitSeconds: [], syncSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0 };
   }
 
   commit(commands: number, records: number, seconds: number): void {
@@ -59,6 +61,10 @@ export class ShardMetrics {
       this.message.commitSeconds.push(seconds);
     }
     this.message.walRecords += records;
+  }
+
+  sync(seconds: number): void {
+    if (this.message.syncSeconds.length < SHARD_SAMPLES_MAX) this.message.syncSeconds.push(seconds);
   }
 
   rail(cmd: Command, reply: StoredReply): void {

@@ -97,6 +97,8 @@ export interface Executed {
   reply: StoredReply;
   events: WalEvent[];
   effects: Effect[];
+  /** The reply was stored under the command's Idempotency-Key (at the LSN of this command's record). */
+  stored?: true;
 }
 
 function storedReply(record: StoredReply): StoredReply {
@@ -106,7 +108,7 @@ function storedReply(record: StoredReply): StoredReply {
 export function execute(ctx: HandlerContext, cmd: Command): Executed {
   const state: PartitionState = ctx.state;
   if (cmd.idem !== undefined) {
-    const record = state.idempotency.get(cmd.idem.scope);
+    const record = cmd.idem.seq === undefined ? state.idempotency.get(cmd.idem.scope) : state.idempotency.getAt(cmd.idem.scope, cmd.idem.seq);
     if (record !== undefined) {
       const reply = record.fingerprint === cmd.idem.fingerprint
         ? storedReply(record)
@@ -128,9 +130,12 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   const reply = outcome.reply(state);
   const events = outcome.events;
   if (cmd.idem !== undefined && isStoredResult(reply.status)) {
-    const stored: WalEvent = { t: 'idem.stored', record: { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs } };
-    applyEvent(state, stored);
-    events.push(stored);
+    // The record (with the reply) goes to the idempotency table in this batch's transaction; the WAL
+    // keeps only its header, so a reply is not written twice.
+    const record = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs };
+    state.idempotency.set(record);
+    events.push({ t: 'idem.stored', record: { scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs, status: record.status }, inRow: true });
+    return { reply, events, effects: outcome.effects ?? [], stored: true };
   }
   return { reply, events, effects: outcome.effects ?? [] };
 }

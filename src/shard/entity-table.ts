@@ -91,8 +91,18 @@ export class IdemTable {
 
   constructor(private readonly store: IdemReader | null) {}
 
+  /**
+   * A record stored by this batch (still in the heap). Older records are reached only through
+   * `getAt`: the front end's index knows every stored key, and sends a command on as new only when it
+   * knows none with this hash, so looking in the file here would find nothing.
+   */
   get(scope: string): IdempotencyRecord | undefined {
-    return this.recent.get(scope) ?? this.store?.read(scope);
+    return this.recent.get(scope);
+  }
+
+  /** The record at `seq` in the shard file (where the front end's index placed it), if it has this scope. */
+  getAt(scope: string, seq: number): IdempotencyRecord | undefined {
+    return this.recent.get(scope) ?? this.store?.readAt(scope, seq);
   }
 
   set(record: IdempotencyRecord): void {

@@ -70,7 +70,12 @@ export type WalEvent =
   | { t: 'outbox.handed'; ids: string[] }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
-  | { t: 'idem.stored'; record: IdempotencyRecord }
+  /**
+   * `inRow`: the record itself (with its reply) is the shard file's `idem_log` row written in the
+   * same transaction, so replay has nothing to do; the event keeps who stored what for the audit
+   * trail. Records written before then carried the whole record and are stored again by replay.
+   */
+  | { t: 'idem.stored'; record: IdempotencyRecord; inRow?: true }
   /**
    * Records older than their owner's cutoff are forgotten. Records written before this form existed
    * listed the scopes instead; replay still honours them.
@@ -242,7 +247,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       return;
     case 'idem.stored':
       // No "exists" guard: on replay the shard file already holds the record this event wrote.
-      state.idempotency.set(event.record);
+      if (event.inRow !== true) state.idempotency.set(event.record);
       return;
     case 'idem.expired':
       if ('scopes' in event) state.idempotency.forget(event.scopes);

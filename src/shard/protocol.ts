@@ -11,8 +11,11 @@ export interface CommandBase {
   /** Sandbox-clock time of the request: the only clock the shard ever reads. */
   nowMs: number;
   partition: number;
-  /** Set for idempotent POSTs: scope = env:account:key, fingerprint = hash of method, path and body. */
-  idem?: { scope: string; fingerprint: string };
+  /**
+   * Set for idempotent POSTs: scope = env:account:key, fingerprint = hash of method, path and body;
+   * `seq`, on `idem.replay` only: the record's row in the shard file, from the front end's index.
+   */
+  idem?: { scope: string; fingerprint: string; seq?: number };
   /** A customer-scoped key may reach only this customer's resources. */
   customerScope?: string | null;
 }
@@ -118,7 +121,7 @@ export interface IndexMessage {
   type: 'ready';
   shard: number;
   customers: Array<[owner: Owner, email: string, phone: string, id: string]>;
-  /** Every stored idempotency key as flat pairs [hash of its scope, partition, …]. */
+  /** Every stored idempotency key as flat pairs [hash of its scope, packed location (packIdemAt), …]. */
   idempotencyScopes: Float64Array;
   recovered: { replayed: number; cut: number; lastLsn: number };
 }
@@ -145,5 +148,5 @@ export interface OutboxMessage {
 export type PingMessage = { type: 'ping'; n: number };
 export type PongMessage = { type: 'pong'; n: number };
 
-export type ShardToMain = ShardMetricsMessage | PongMessage | ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, partition: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type ShardToMain = ShardMetricsMessage | PongMessage | ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, packedAt: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
 export type MainToShard = PingMessage | CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

@@ -288,6 +288,8 @@ export interface StoredReply {
   error?: { code: string; message: string };
   /** Set only by `idem.replay` when no record has the exact scope (the index's hash collided). */
   miss?: true;
+  /** Set on a reply whose idempotency record was just stored: its row (the record's LSN) in the shard file. */
+  seq?: number;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Shard worker entry: owns its partitions' state and SQLite file, and group-commits each tick.
-// Runs on its own worker thread. Commands that arrive in one event-loop turn are applied in order,
-// their events appended to the WAL in ONE sqlite transaction, and only then are replies sent.
+// Runs on its own worker thread. Commands that arrive in one event-loop turn are applied in order and
+// their events appended to the WAL in ONE sqlite transaction; the journal fsync runs on the libuv pool
+// while the next batch executes, and a batch's replies leave when an fsync begun after its commit ends.
 // Invariant: no reply (read or write) leaves before every event it could reflect is on disk.
 import { parentPort, workerData } from 'node:worker_threads';
 import path from 'node:path';
@@ -53,7 +54,7 @@ const data = workerData as ShardWorkerData;
 const port = parentPort!;
 const post = (message: ShardToMain): void => port.postMessage(message);
 
-const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)));
+const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)), { deferredSync: true });
 const partitions = partitionsOf(data.shard, data.shards);
 const recovered = recoverShard(store, { partitions });
 const passivation = new Passivation();
@@ -123,6 +124,61 @@ function runRailCall(effect: Effect, call: RailCall): void {
   else setTimeout(start, effect.afterMs).unref();
 }
 
+/** What a batch sends once the commits it depends on are durable. */
+interface Outputs {
+  replies: Array<{ n: number; reply: StoredReply }>;
+  outbox: OutboxEvent[];
+  freed: Array<[number, number]>;
+  effects: Effect[];
+  done?: () => void;
+}
+
+/**
+ * Group commit, pipelined: `committed` counts sqlite transactions, `durable` how many of them the last
+ * finished fsync covers. Outputs wait in order for the count they need; one fsync runs at a time and,
+ * when it ends, the next covers every transaction committed meanwhile.
+ */
+let committed = 0;
+let durable = 0;
+let syncing = false;
+const waiting: Array<{ needs: number; outputs: Outputs }> = [];
+
+function release(outputs: Outputs): void {
+  if (outputs.replies.length > 0) post({ type: 'replies', items: outputs.replies });
+  if (outputs.outbox.length > 0) post({ type: 'outbox', events: outputs.outbox });
+  if (outputs.freed.length > 0) post({ type: 'idem.expired', pairs: outputs.freed });
+  for (const effect of outputs.effects) runEffect(effect);
+  outputs.done?.();
+}
+
+function whenDurable(needs: number, outputs: Outputs): void {
+  if (needs <= durable && waiting.length === 0) release(outputs);
+  else waiting.push({ needs, outputs });
+  syncIfBehind();
+}
+
+function syncIfBehind(): void {
+  if (syncing || durable >= committed) return;
+  syncing = true;
+  const target = committed;
+  const started = performance.now();
+  store.syncJournal((error) => {
+    // An fsync that failed leaves the journal's state unknown: stop, answer nothing; recovery replays
+    // what reached the disk and the front end answers the waiting requests 5xx.
+    if (error !== null) throw error;
+    metrics.sync((performance.now() - started) / 1000);
+    syncing = false;
+    durable = target;
+    while (waiting.length > 0 && waiting[0]!.needs <= durable) release(waiting.shift()!.outputs);
+    syncIfBehind();
+  });
+}
+
+/** Resolves once every commit made so far is durable (snapshots answer only then). */
+function allDurable(): Promise<void> {
+  return new Promise((resolve) => whenDurable(committed, { replies: [], outbox: [], freed: [], effects: [], done: resolve }));
+}
+
 function flush(): void {
   flushScheduled = false;
   const taken = queue.splice(0, data.batchCommandsMax);
@@ -136,8 +192,8 @@ function flush(): void {
   for (const item of batch) {
     const ctx = contextFor(item.cmd);
     const executed = execute(ctx, item.cmd);
-    // Until this batch has recorded anything, state is what the last commit made durable: a read's
-    // reply may leave now. (A "read" that did change something is answered after the commit.)
+    // Until this batch has recorded anything, state is what the earlier commits made: a read's reply
+    // may leave as soon as they are durable. (A "read" that changed something waits for this commit.)
     if (records.length === 0 && READ_KINDS.has(item.cmd.k) && executed.events.length === 0 && executed.effects.length === 0) {
       if (item.n >= 0) early.push({ n: item.n, reply: executed.reply });
       continue;
@@ -147,24 +203,27 @@ function flush(): void {
       passivation.note(ctx.state, lsnBase + records.length - 1);
     }
     for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
+    // A stored idempotency record's row is its record's LSN; the front end's index keeps it.
+    if (executed.stored === true) executed.reply.seq = lsnBase + records.length - 1;
     if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
     else metrics.rail(item.cmd, executed.reply);
     effects.push(...executed.effects);
   }
-  if (early.length > 0) post({ type: 'replies', items: early });
+  if (early.length > 0) whenDurable(committed, { replies: early, outbox: [], freed: [], effects: [] });
   // The one durable step of the tick: WAL records, the cold rows of what they finished and their
-  // idempotency records, in one sqlite transaction. If it throws (disk full, I/O error) the worker
-  // dies before any reply is sent, and the front end answers 5xx; a restart replays what reached disk.
+  // idempotency records, in one sqlite transaction, made durable by the next journal fsync. If it
+  // throws (disk full, I/O error) the worker dies before any reply is sent, and the front end answers
+  // 5xx; a restart replays what reached disk.
   const commitStarted = performance.now();
-  const freed = store.appendBatch(records, passivation.take());
+  const extras = passivation.take();
+  const wrote = records.length > 0 || extras.cold.length > 0 || extras.idem.length > 0;
+  const freed = store.appendBatch(records, extras);
+  if (wrote) committed += 1;
   metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
   passivation.settle();
   recordsSinceSnapshot += records.length;
   for (const record of records) dirty.add(record.partition);
-  if (replies.length > 0) post({ type: 'replies', items: replies });
-  if (outbox.length > 0) post({ type: 'outbox', events: outbox });
-  if (freed.length > 0) post({ type: 'idem.expired', pairs: freed });
-  for (const effect of effects) runEffect(effect);
+  whenDurable(committed, { replies, outbox, freed, effects });
   if (queue.length > 0) scheduleFlush();
   if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
 }
@@ -203,11 +262,16 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
       const json = encodePartition(state);
       const body = await compressImage(json);
       store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
+      committed += 1;
     }
     // Records every kept image covers (beyond the retained tail) are no longer needed to recover:
     // deleted a slice per event-loop turn, so a large truncation never stalls the commands.
     if (taken > 0) {
-      while (store.truncateWal(data.walRetainRecords, TRUNCATE_SLICE_RECORDS) > 0) await new Promise((resolve) => setImmediate(resolve));
+      while (store.truncateWal(data.walRetainRecords, TRUNCATE_SLICE_RECORDS) > 0) {
+        committed += 1;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await allDurable();
     }
   } finally {
     snapshotting = false;
@@ -225,7 +289,7 @@ function indexMessage(): IndexMessage {
     type: 'ready',
     shard: data.shard,
     customers,
-    idempotencyScopes: store.idemHashes(partitions),
+    idempotencyScopes: store.idemLocations(),
     recovered: { replayed: recovered.replayed, cut: recovered.cut, lastLsn: recovered.lastLsn },
   };
 }
@@ -252,7 +316,7 @@ port.on('message', (message: MainToShard | { type: 'clock'; owner: string; offse
     case 'stop':
       if (stopping) return;
       stopping = true;
-      void snapshotAll().then(() => {
+      void snapshotAll().then(allDurable).then(() => {
         store.close();
         process.exit(0);
       });

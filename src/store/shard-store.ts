@@ -5,8 +5,11 @@
 // synchronous=FULL: all of it or none.
 import Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
-import { ENTITY_KINDS, ownerOfScope, type ColdReader, type EntityKind, type IdempotencyRecord, type IdemOp } from './tiers.ts';
-import { scopeHash } from './scope-hash.ts';
+import fs from 'node:fs';
+import { ENTITY_KINDS, type ColdReader, type EntityKind, type IdempotencyRecord } from './tiers.ts';
+import { IDEM_LOG_SQL, IdemLog, type IdemChange, type IdemRowOut } from './idem-log.ts';
+
+export type { IdemChange } from './idem-log.ts';
 
 /** A finished entity's row: one version per (kind, id, lsn); the LSN of the record that finished it. */
 export interface ColdRow {
@@ -15,13 +18,6 @@ export interface ColdRow {
   lsn: number;
   partition: number;
   body: string;
-}
-
-/** Idempotency changes of one record, tagged with its LSN (a torn tail takes them back too). */
-export interface IdemChange {
-  lsn: number;
-  partition: number;
-  op: IdemOp;
 }
 
 export interface BatchExtras {
@@ -56,22 +52,15 @@ export function snapshotChecksum(partition: number, lsn: number, body: Buffer): 
 }
 
 /** Opens a shard or control database with the durability settings every open must have. */
-export function openDatabase(file: string, options: { readonly?: boolean } = {}): Database.Database {
+export function openDatabase(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}): Database.Database {
   const db = new Database(file, { readonly: options.readonly === true, fileMustExist: options.readonly === true });
   if (options.readonly !== true) db.pragma('journal_mode = WAL');
   // FULL: the sqlite journal is fsynced at every commit, so an acknowledged batch survives power loss.
-  db.pragma('synchronous = FULL');
+  // A shard worker instead fsyncs the journal itself, off its thread, before it answers (syncJournal):
+  // NORMAL still syncs around every checkpoint, which is when sqlite moves or reuses journal frames.
+  db.pragma(options.deferredSync === true ? 'synchronous = NORMAL' : 'synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   return db;
-}
-
-interface IdemRow {
-  scope: string;
-  fingerprint: string;
-  status: number;
-  json: string | null;
-  error: string | null;
-  at_ms: number;
 }
 
 export class ShardStore implements ColdReader {
@@ -89,9 +78,17 @@ export class ShardStore implements ColdReader {
   asOfLsn = Number.POSITIVE_INFINITY;
   /** False only for a read-only open of a file written before the cold and idempotency tables existed. */
   readonly tiered: boolean;
+  readonly idem: IdemLog;
+  /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
+  private readonly idemLogged: boolean;
+  private readonly journalFile: string;
+  private journal: { fd: number; ino: number } | null = null;
 
-  constructor(file: string, options: { readonly?: boolean } = {}) {
+  /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
+  constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}) {
     this.db = openDatabase(file, options);
+    this.journalFile = `${file}-wal`;
+    this.idem = new IdemLog(this.db);
     if (options.readonly !== true) {
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -104,19 +101,16 @@ export class ShardStore implements ColdReader {
         CREATE TABLE IF NOT EXISTS cold (
           kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
           body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS idem (
-          scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
-          fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT,
-          at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS idem_age ON idem (partition, owner, at_ms);
-        CREATE INDEX IF NOT EXISTS idem_ph ON idem (partition, h);
+        ${IDEM_LOG_SQL}
       `);
+      this.migrateIdem();
     }
     const last = this.db.prepare('SELECT max(lsn) AS lsn, max(batch) AS batch FROM wal').get() as {
       lsn: number | null;
       batch: number | null;
     };
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
+    this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
@@ -168,70 +162,49 @@ export class ShardStore implements ColdReader {
     return row?.body;
   }
 
-  /**
-   * Applies idempotency changes in order; returns the (hash, partition) pairs that no longer name any
-   * record, so the front end's index can forget them (a colliding hash still in use is kept).
-   */
+  /** Files written before `idem_log` kept records in a table keyed by scope: moved over once, at open. */
+  private migrateIdem(): void {
+    if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem'").get() === undefined) return;
+    this.db.transaction(() => {
+      this.idem.putRows(this.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM idem ORDER BY lsn').all() as IdemRowOut[]);
+      this.db.exec('DROP TABLE idem');
+    })();
+  }
+
   applyIdem(changes: readonly IdemChange[]): Array<[number, number]> {
-    const removed: Array<[number, number]> = [];
-    const forgotten: number[] = [];
-    for (const { lsn, partition, op } of changes) {
-      if (op.op === 'put') {
-        const r = op.record;
-        this.stmt(
-          'INSERT OR REPLACE INTO idem (scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        ).run(r.scope, partition, ownerOfScope(r.scope), scopeHash(r.scope), r.fingerprint, r.status, r.json ?? null, r.error === undefined ? null : JSON.stringify(r.error), r.atMs, lsn);
-      } else if (op.op === 'forget') {
-        for (const scope of op.scopes) {
-          const row = this.stmt('DELETE FROM idem WHERE scope = ? RETURNING h').get(scope) as { h: number } | undefined;
-          if (row !== undefined) forgotten.push(row.h);
-        }
-      } else {
-        const owners = Object.keys(op.cutoffMs);
-        for (const owner of owners) {
-          const rows = this.stmt('DELETE FROM idem WHERE partition = ? AND owner = ? AND at_ms < ? RETURNING h').all(partition, owner, op.cutoffMs[owner]!) as Array<{ h: number }>;
-          for (const row of rows) forgotten.push(row.h);
-        }
-        const others = this.db
-          .prepare(`DELETE FROM idem WHERE partition = ? AND at_ms < ? AND owner NOT IN (${owners.map(() => '?').join(',')}) RETURNING h`)
-          .all(partition, op.defaultCutoffMs, ...owners) as Array<{ h: number }>;
-        for (const row of others) forgotten.push(row.h);
-      }
-      for (const h of forgotten.splice(0)) {
-        if (this.stmt('SELECT 1 FROM idem WHERE h = ? AND partition = ?').get(h, partition) === undefined) removed.push([h, partition]);
-      }
-    }
-    return removed;
+    return this.idem.apply(changes);
   }
 
-  readIdem(scope: string): IdempotencyRecord | undefined {
-    if (!this.tiered) return undefined;
-    const row = this.stmt('SELECT scope, fingerprint, status, json, error, at_ms FROM idem WHERE scope = ?').get(scope) as IdemRow | undefined;
-    if (row === undefined) return undefined;
-    const record: IdempotencyRecord = { scope: row.scope, fingerprint: row.fingerprint, status: row.status, atMs: row.at_ms };
-    if (row.json !== null) record.json = row.json;
-    if (row.error !== null) record.error = JSON.parse(row.error) as { code: string; message: string };
-    return record;
+  readIdemAt(scope: string, seq: number): IdempotencyRecord | undefined {
+    return this.idemLogged ? this.idem.readAt(scope, seq) : undefined;
+  }
+
+  /** Every stored key as flat pairs [hash, packed location, …] for the front end's index. */
+  idemLocations(): Float64Array {
+    return this.idemLogged ? this.idem.locations() : new Float64Array(0);
   }
 
   /**
-   * Every stored idempotency key of these partitions for the front end's index, as flat pairs
-   * [hash, partition, hash, partition, …]: read from the (partition, h) index one plucked column at a
-   * time, since a million row objects cost seconds at start-up.
+   * Makes every commit so far durable: fdatasync of the sqlite journal on the libuv pool, so the shard
+   * thread goes on executing the next batch meanwhile. Calls back with an error if the sync failed
+   * (the caller must then answer nothing). The journal file keeps its inode while the database is
+   * open; if it were ever replaced, the new one is opened before syncing.
    */
-  idemHashes(partitions: readonly number[]): Float64Array {
-    if (!this.tiered) return new Float64Array(0);
-    const counts = partitions.map((p) => this.stmt('SELECT count(*) FROM idem WHERE partition = ?').pluck().get(p) as number);
-    const out = new Float64Array(2 * counts.reduce((a, b) => a + b, 0));
-    let at = 0;
-    for (const partition of partitions) {
-      for (const h of this.stmt('SELECT h FROM idem WHERE partition = ?').pluck().iterate(partition) as IterableIterator<number>) {
-        if (at >= out.length) break; // a row added since counting (not at start-up, where nothing writes)
-        out[at++] = h;
-        out[at++] = partition;
+  syncJournal(done: (error: Error | null) => void): void {
+    let journal: { fd: number; ino: number };
+    try {
+      const ino = fs.statSync(this.journalFile).ino;
+      if (this.journal !== null && this.journal.ino !== ino) {
+        fs.closeSync(this.journal.fd);
+        this.journal = null;
       }
+      if (this.journal === null) this.journal = { fd: fs.openSync(this.journalFile, 'r'), ino };
+      journal = this.journal;
+    } catch (error) {
+      done(new Error('syncJournal: cannot open the sqlite journal', { cause: error }));
+      return;
     }
-    return out.subarray(0, at);
+    fs.fdatasync(journal.fd, (error) => done(error === null ? null : new Error('syncJournal: fdatasync failed', { cause: error })));
   }
 
   /**
@@ -277,8 +250,9 @@ export class ShardStore implements ColdReader {
   }
 
   /**
-   * Appends one batch durably with its cold rows and idempotency changes; returns the (hash,
-   * partition) pairs that idempotency expiry freed.
+   * Appends one batch with its cold rows and idempotency changes, in one sqlite transaction (durable at
+   * return, or at the next syncJournal when opened with `deferredSync`); returns [hash, packed location]
+   * of the idempotency records that expiry removed.
    */
   appendBatch(records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras = { cold: [], idem: [] }): Array<[number, number]> {
     if (records.length === 0 && extras.cold.length === 0 && extras.idem.length === 0) return [];
@@ -318,7 +292,7 @@ export class ShardStore implements ColdReader {
   cutFrom(lsn: number): number {
     const info = this.db.prepare('DELETE FROM wal WHERE lsn >= ?').run(lsn);
     this.db.prepare('DELETE FROM cold WHERE lsn >= ?').run(lsn);
-    this.db.prepare('DELETE FROM idem WHERE lsn >= ?').run(lsn);
+    this.idem.cutFrom(lsn);
     const last = this.db.prepare('SELECT max(lsn) AS lsn FROM wal').get() as { lsn: number | null };
     this.nextLsn = Math.max(last.lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return info.changes;
@@ -362,5 +336,7 @@ export class ShardStore implements ColdReader {
 
   close(): void {
     this.db.close();
+    if (this.journal !== null) fs.closeSync(this.journal.fd);
+    this.journal = null;
   }
 }

@@ -21,8 +21,24 @@ export interface IdempotencyRecord {
   miss?: true;
 }
 
+/** Reads the record stored at `seq` (the LSN of the WAL record that stored it), if it has this scope. */
 export interface IdemReader {
-  read(scope: string): IdempotencyRecord | undefined;
+  readAt(scope: string, seq: number): IdempotencyRecord | undefined;
+}
+
+/**
+ * Where a stored idempotency record lives, packed in one number for the front end's index: its
+ * partition and its row (`seq`) in that partition's shard file. Exact while |seq| < 2^42.
+ */
+const IDEM_PARTITIONS_MAX = 1024;
+
+export function packIdemAt(partition: number, seq: number): number {
+  return seq * IDEM_PARTITIONS_MAX + partition;
+}
+
+export function unpackIdemAt(packed: number): { partition: number; seq: number } {
+  const partition = ((packed % IDEM_PARTITIONS_MAX) + IDEM_PARTITIONS_MAX) % IDEM_PARTITIONS_MAX;
+  return { partition, seq: (packed - partition) / IDEM_PARTITIONS_MAX };
 }
 
 /** A change to the idempotency table, applied by the shard inside the group commit that made it. */

@@ -62,7 +62,8 @@ test('GET /metrics: requests by route template and status, latency histogram, sh
   assert.equal(sample(metrics, 'kobo_http_requests_total{method="GET",route="unmatched",status="404"}'), 1);
   assert.ok(!metrics.includes(id), 'labels never carry ids');
   assert.match(metrics, /^kobo_http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/v1\/customers"\} \d+$/m);
-  assert.match(metrics, /^kobo_group_commit_fsync_seconds_count\{shard="\d"\} [1-9]/m);
+  assert.match(metrics, /^kobo_group_commit_seconds_count\{shard="\d"\} [1-9]/m);
+  assert.match(metrics, /^kobo_journal_fsync_seconds_count\{shard="\d"\} [1-9]/m);
   assert.match(metrics, /^kobo_group_commit_commands_bucket\{le="1",shard="\d"\} [1-9]/m);
   assert.match(metrics, /^kobo_shard_queue_depth\{shard="0"\} 0$/m);
   assert.match(metrics, /^kobo_shard_queue_depth\{shard="1"\} 0$/m);

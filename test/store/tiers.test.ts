@@ -12,6 +12,9 @@ import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
 import { Passivation } from '../../src/shard/passivate.ts';
 import { emptyPartition, type PartitionState, type Transaction } from '../../src/shard/state.ts';
 import { tempDataDir } from '../helpers/server.ts';
+import Database from 'better-sqlite3';
+import { packIdemAt, unpackIdemAt } from '../../src/store/tiers.ts';
+import { scopeHash } from '../../src/store/scope-hash.ts';
 
 const PARTITION = 3;
 
@@ -75,20 +78,54 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     store.close();
   });
 
-  it('idempotency record → in the heap only until its group commit; replays from the file; expiry forgets by owner clock', () => {
+  it('idempotency record → in the heap only until its group commit; replays from its row; expiry forgets by owner clock', () => {
     const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
     const state = emptyPartition(PARTITION, tiersOf(store));
     const commit = committer(store, state);
     const record = { scope: 'test:acme:key-1', fingerprint: 'f1', status: 201, json: '{"data":{"id":"X"}}', atMs: 1_000 };
     const other = { scope: 'test:zeta:key-1', fingerprint: 'f2', status: 201, json: '{"data":{"id":"Y"}}', atMs: 1_000 };
-    commit([{ t: 'idem.stored', record }, { t: 'idem.stored', record: other }]);
+    const at = commit([{ t: 'idem.stored', record }]);
+    const otherAt = commit([{ t: 'idem.stored', record: other }]);
     assert.equal(state.idempotency.size, 0, 'nothing left in the heap after the commit');
-    assert.deepEqual(state.idempotency.get(record.scope), record);
+    assert.deepEqual(state.idempotency.getAt(record.scope, at), record, 'read back from its row (its LSN)');
+    assert.equal(state.idempotency.getAt(record.scope, otherAt), undefined, 'another scope at that row is a miss');
+    assert.deepEqual(new Set(Array.from({ length: 2 }, (_, i) => store.idemLocations()[2 * i + 1])), new Set([packIdemAt(PARTITION, at), packIdemAt(PARTITION, otherAt)]));
     // acme's sandbox clock is far ahead: its record is past retention; zeta's default cutoff is not.
     const freed = store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }] });
-    assert.equal(freed.length, 1);
-    assert.equal(state.idempotency.get(record.scope), undefined);
-    assert.deepEqual(state.idempotency.get(other.scope), other);
+    assert.deepEqual(freed, [[scopeHash(record.scope), packIdemAt(PARTITION, at)]]);
+    assert.equal(state.idempotency.getAt(record.scope, at), undefined);
+    assert.deepEqual(state.idempotency.getAt(other.scope, otherAt), other);
+    store.close();
+  });
+
+  it('two records of one LSN (images, old files) → the second takes a negative row; replaying a put adds nothing', () => {
+    const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
+    const one = { scope: 'test:acme:a', fingerprint: 'f', status: 201, json: '{}', atMs: 1 };
+    const two = { scope: 'test:acme:b', fingerprint: 'f', status: 422, error: { code: 'LIMIT_EXCEEDED', message: 'no' }, atMs: 1 };
+    assert.equal(store.idem.put(7, PARTITION, one), 7);
+    assert.equal(store.idem.put(7, PARTITION, two), -1);
+    assert.equal(store.idem.put(7, PARTITION, one), 7, 'the same put again finds its own row');
+    assert.equal(store.idem.put(7, PARTITION, two), -2, 'a record put twice at a taken LSN is stored twice: only old files and images do it');
+    assert.equal(store.idem.count(), 3);
+    assert.deepEqual(store.readIdemAt(two.scope, -1), two);
+    const unpacked = unpackIdemAt(packIdemAt(PARTITION, -1));
+    assert.deepEqual(unpacked, { partition: PARTITION, seq: -1 });
+    store.close();
+  });
+
+  it('a file with the old scope-keyed idem table → its records move to idem_log at open, each at its LSN', () => {
+    const file = path.join(tempDataDir('tiers'), 'shard-0.db');
+    const old = new Database(file);
+    old.exec(`CREATE TABLE idem (scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
+      fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID`);
+    const insert = old.prepare('INSERT INTO idem VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    insert.run('test:acme:k1', PARTITION, 'test:acme', scopeHash('test:acme:k1'), 'f1', 201, '{"data":1}', null, 5, 40);
+    insert.run('test:acme:k2', PARTITION, 'test:acme', scopeHash('test:acme:k2'), 'f2', 409, null, '{"code":"CONFLICT","message":"m"}', 6, 41);
+    old.close();
+    const store = new ShardStore(file);
+    assert.equal(store.db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'idem'").pluck().get(), 0, 'old table dropped');
+    assert.deepEqual(store.readIdemAt('test:acme:k1', 40), { scope: 'test:acme:k1', fingerprint: 'f1', status: 201, json: '{"data":1}', atMs: 5 });
+    assert.deepEqual(store.readIdemAt('test:acme:k2', 41), { scope: 'test:acme:k2', fingerprint: 'f2', status: 409, error: { code: 'CONFLICT', message: 'm' }, atMs: 6 });
     store.close();
   });
 
