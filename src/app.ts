@@ -255,9 +255,10 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     clockOf: (owner) => clocks.offsetOf(owner),
     // Without a structured logger (benches, embedding) the stack is kept in the line itself.
     log: (message, fields) => (logging === undefined ? log(`${message}\n${(fields?.err as Error | undefined)?.stack ?? ''}`) : logging.error(message, fields?.err, fields)),
+    wantsIp: () => logging?.logger.isLevelEnabled('info') === true,
     onResponse: (done) => {
       metrics.request(done.method, done.route, done.status, done.durationMs / 1000);
-      logging?.logger.info({ req_id: done.requestId, method: done.method, route: done.route || null, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip }, 'request');
+      if (logging?.logger.isLevelEnabled('info') === true) logging.logger.info({ req_id: done.requestId, method: done.method, route: done.route || null, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip }, 'request');
     },
   });
   const stopActions = applyOperatorActions(control, pool, log);

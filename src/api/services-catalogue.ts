@@ -57,6 +57,7 @@ export { railDown, setRailDown } from '../rails/sandbox-services.ts';
 
 /** The catalogue may be cached briefly per country (spec: "a few minutes"); availability is re-resolved at checkout. */
 const CATALOGUE_CACHE_CONTROL = 'private, max-age=120';
+const CATALOGUE_HEADERS: Readonly<Record<string, string>> = { 'Cache-Control': CATALOGUE_CACHE_CONTROL };
 
 type Result<T> = { ok: true; value: T } | { ok: false; reply: Reply };
 
@@ -139,20 +140,22 @@ function queryOf(ctx: RequestContext, name: string): string | undefined {
 }
 
 /** Catalogue bodies by (service country, home country, KYC level): all that resolution depends on. */
-const catalogueBodies = new Map<string, string>();
+const catalogueBodies = new Map<string, { json: string }>();
 /** Countries × home countries × KYC levels stay far below this; the cap only bounds a surprise. */
 const CATALOGUE_BODIES_MAX = 4_096;
 
-function catalogueJson(country: string, profile: Profile): string {
+/** A catalogue body, memoised. (Kept as a string: uWS writes a string with less work than a Buffer view.) */
+function catalogueBody(country: string, profile: Profile): { json: string } {
   // The environment is part of the key: live availability depends on connectors, the sandbox's does not.
   const key = `${country}|${profile.homeCountry}|${profile.kycLevel}|${isLiveOwner(profile.owner ?? '') ? 'live' : 'test'}`;
-  let json = catalogueBodies.get(key);
-  if (json === undefined) {
-    json = JSON.stringify({ data: { country_code: country, items: catalogueFor(country, profile) } });
+  let body = catalogueBodies.get(key);
+  if (body === undefined) {
+    const json = JSON.stringify({ data: { country_code: country, items: catalogueFor(country, profile) } });
+    body = { json };
     if (catalogueBodies.size >= CATALOGUE_BODIES_MAX) catalogueBodies.clear();
-    catalogueBodies.set(key, json);
+    catalogueBodies.set(key, body);
   }
-  return json;
+  return body;
 }
 
 async function listCatalogue(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
@@ -166,7 +169,7 @@ async function listCatalogue(deps: ApiDeps, ctx: RequestContext): Promise<Reply>
     return errorOf(reject('SERVICE_COUNTRY_NOT_ELIGIBLE', `Customers from ${profile.value.homeCountry} cannot buy services in ${country}.`));
   }
   if (inMaintenance(country, ctx.nowMs)) return refuse(reject('MAINTENANCE', `The ${country} catalogue is under maintenance.`), ctx, country).reply;
-  return { status: 200, json: catalogueJson(country, profile.value), headers: { 'Cache-Control': CATALOGUE_CACHE_CONTROL } };
+  return { status: 200, ...catalogueBody(country, profile.value), headers: CATALOGUE_HEADERS };
 }
 
 async function availability(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {

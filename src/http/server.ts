@@ -29,8 +29,12 @@ export interface ServerDeps {
   clockOf: (owner: string) => number;
   /** Faults inside the server (the stack stays here; the client gets a request id). */
   log: (message: string, fields?: Record<string, unknown>) => void;
-  /** Called once per answered request (request log, metrics); `route` is the matched template or ''. */
+  /**
+   * Called once per answered request (request log, metrics); `route` is the matched template or ''.
+   * `ip` is read (a getpeername call) only when `wantsIp` says the callback uses it.
+   */
   onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string }) => void;
+  wantsIp?: () => boolean;
 }
 
 /** uWS accepts listen options after the port; its typings only show them without a host. */
@@ -48,7 +52,12 @@ interface Incoming {
   transactionAuthorization: string;
   /** Kobo-Timestamp and Kobo-Signature: how connectors sign their callbacks. */
   signature: { timestamp: string; signature: string };
-  ip: string;
+  /**
+   * The client's address, read from the socket (a getpeername call) on first use by `ipOf`: only
+   * IP-based rate limits, key allowlists and the request log need it.
+   */
+  ip: string | null;
+  res: HttpResponse;
   requestId: string;
   aborted: boolean;
   startedMs: number;
@@ -131,7 +140,8 @@ export class HttpServer {
       idempotencyKey: req.getHeader('idempotency-key'),
       transactionAuthorization: req.getHeader('x-transaction-authorization'),
       signature: { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') },
-      ip: normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString()),
+      ip: null,
+      res,
       requestId: `req_${this.bootId}${(this.requestSeq++).toString(36).padStart(8, '0')}`,
       aborted: false,
       startedMs: performance.now(),
@@ -167,6 +177,12 @@ export class HttpServer {
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) void this.process(res, incoming, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
+  }
+
+  /** uWS forbids touching a finished or aborted response: `send` reads the address before ending it. */
+  private ipOf(incoming: Incoming): string {
+    if (incoming.ip === null) incoming.ip = incoming.aborted ? '' : normalizeIp(Buffer.from(incoming.res.getRemoteAddressAsText()).toString());
+    return incoming.ip;
   }
 
   private tooLarge(): Reply {
@@ -235,14 +251,14 @@ export class HttpServer {
         : this.deps.auth.authenticate(incoming.authorization, wallMs);
       if ('code' in authenticated) {
         // Failed authentications count against the source IP, so guessing keys is rate-limited too.
-        const ipRate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
+        const ipRate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
         if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
         return { reply: this.unauthenticated(authenticated), rate: ipRate };
       }
       key = authenticated;
       rate = this.deps.rateLimiter.take(key.id, write, wallMs);
     } else {
-      rate = this.deps.rateLimiter.take(`ip:${incoming.ip}`, write, wallMs);
+      rate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
     }
     // A public route may still be told who is asking (live keys see live availability); a key that does
     // not authenticate is ignored there, never an error.
@@ -266,7 +282,6 @@ export class HttpServer {
       key,
       owner,
       nowMs: wallMs + this.deps.clockOf(owner),
-      ip: incoming.ip,
       idempotencyKey: incoming.idempotencyKey === '' ? null : incoming.idempotencyKey,
       transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
       authorization: incoming.authorization,
@@ -293,7 +308,7 @@ export class HttpServer {
     rawBody: Buffer,
   ): { reply: Reply } | { body: unknown; query: URLSearchParams } {
     if (key !== null) {
-      const denied = this.deps.auth.authorize(key, route, incoming.ip);
+      const denied = this.deps.auth.authorize(key, route, key.ipAllow.length > 0 ? this.ipOf(incoming) : '');
       if (denied !== null) return { reply: this.errorReply(denied) };
       if (route.accountLevel === true && key.customerId !== null) {
         return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks).')) };
@@ -351,6 +366,7 @@ export class HttpServer {
     const close = close_ || this.draining;
     if (reply.status === 500) reply = this.internal(incoming, reply);
     const body = reply.json ?? JSON.stringify({ error: { code: reply.error?.code ?? 'INTERNAL', message: reply.error?.message ?? '', request_id: incoming.requestId } });
+    const ip = this.deps.wantsIp?.() === true ? this.ipOf(incoming) : '';
     res.cork(() => {
       res.writeStatus(STATUS_LINE.get(reply.status) ?? `${reply.status} Unknown`);
       res.writeHeader('Content-Type', reply.headers?.['Content-Type'] ?? 'application/json');
@@ -374,7 +390,7 @@ export class HttpServer {
       path: incoming.path,
       status: reply.status,
       durationMs: performance.now() - incoming.startedMs,
-      ip: incoming.ip,
+      ip,
     });
   }
 

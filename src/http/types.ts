@@ -23,7 +23,6 @@ export interface RequestContext {
   /** `test:acme`: the account and environment that own what this request touches. */
   owner: string;
   nowMs: number;
-  ip: string;
   idempotencyKey: string | null;
   transactionAuthorization: string | null;
   /** The raw Authorization header, for public routes with their own token (GET /metrics). */
