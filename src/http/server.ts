@@ -66,6 +66,9 @@ interface Incoming {
   settled: boolean;
 }
 
+const EMPTY_BODY = Buffer.alloc(0);
+/** Query strings remembered as valid (per route); beyond this the memo starts over. */
+const VALID_QUERIES_MAX = 4_096;
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
 const INTERNAL_MESSAGE = 'An internal error occurred; it is safe to retry with the same Idempotency-Key.';
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -77,6 +80,7 @@ export class HttpServer {
   private requestSeq = 0;
   private inFlight = 0;
   private draining = false;
+  private readonly validQueries = new Map<string, URLSearchParams>();
   private drained: (() => void) | null = null;
 
   constructor(private readonly deps: ServerDeps) {
@@ -154,7 +158,7 @@ export class HttpServer {
       this.settle(incoming);
     });
     if (!BODY_METHODS.has(incoming.method)) {
-      void this.process(res, incoming, Buffer.alloc(0));
+      void this.process(res, incoming, EMPTY_BODY);
       return;
     }
     const declared = Number(req.getHeader('content-length') || '0');
@@ -346,10 +350,18 @@ export class HttpServer {
         if (invalid !== null) return { reply: this.errorReply(invalid) };
       }
     }
-    const query = new URLSearchParams(incoming.query);
-    if (route.queryValidator !== undefined) {
-      const invalid = validate(route.queryValidator, Object.fromEntries(query), 'query');
-      if (invalid !== null) return { reply: this.errorReply(invalid) };
+    // Clients repeat the same query strings (a catalogue, a list page): one that passed the route's
+    // schema is kept, parsed, and handed out again. Handlers only read ctx.query.
+    const cacheKey = `${route.method} ${route.path}?${incoming.query}`;
+    let query = this.validQueries.get(cacheKey);
+    if (query === undefined) {
+      query = new URLSearchParams(incoming.query);
+      if (route.queryValidator !== undefined) {
+        const invalid = validate(route.queryValidator, Object.fromEntries(query), 'query');
+        if (invalid !== null) return { reply: this.errorReply(invalid) };
+      }
+      if (this.validQueries.size >= VALID_QUERIES_MAX) this.validQueries.clear();
+      this.validQueries.set(cacheKey, query);
     }
     return { body, query };
   }

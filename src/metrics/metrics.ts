@@ -34,10 +34,23 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'kobo_' });
   }
 
+  /**
+   * Per-request series, bound once per label set: prom-client's labelled inc/observe hash and check
+   * the labels on every call, which showed up in the request path's profile. The label sets are
+   * bounded (methods × route templates × statuses).
+   */
+  private readonly requestSeries = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<'method' | 'route'> }>();
+
   request(method: string, route: string, status: number, seconds: number): void {
-    const template = route === '' ? 'unmatched' : route;
-    this.requests.inc({ method, route: template, status: String(status) });
-    this.requestSeconds.observe({ method, route: template }, seconds);
+    const id = `${method} ${route} ${status}`;
+    let series = this.requestSeries.get(id);
+    if (series === undefined) {
+      const template = route === '' ? 'unmatched' : route;
+      series = { count: this.requests.labels({ method, route: template, status: String(status) }), seconds: this.requestSeconds.labels({ method, route: template }) };
+      this.requestSeries.set(id, series);
+    }
+    series.count.inc();
+    series.seconds.observe(seconds);
   }
 
   shard(message: ShardMetricsMessage): void {
