@@ -18,6 +18,7 @@ import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
 import { ClockTimers } from '../rails/clock-timers.ts';
 import { Passivation } from './passivate.ts';
+import { DurableGate } from './durable-gate.ts';
 import { SHARD_METRICS_INTERVAL_MS, ShardMetrics } from '../metrics/shard-metrics.ts';
 import { setConnectors } from '../rails/coverage.ts';
 import type { RailAnswer } from '../rails/rail.ts';
@@ -106,7 +107,7 @@ function runEffect(effect: Effect): void {
 
 /**
  * Commands that only read. A batch runs them first, before any of its writes, so what they see is
- * exactly the committed state, and their replies leave before the batch's fsync.
+ * exactly the committed state, and their replies need only the earlier batches' fsync.
  */
 const READ_KINDS = new Set<Command['k']>(['customer.get', 'wallet.get', 'txn.get', 'payment.get', 'payment.methods', 'transfer.get', 'beneficiary.get', 'order.get', 'customer.secret', 'wallet.resolve']);
 /** A connector call: made when due (wall time or the owner's clock), its answer enqueued as a command. */
@@ -133,16 +134,6 @@ interface Outputs {
   done?: () => void;
 }
 
-/**
- * Group commit, pipelined: `committed` counts sqlite transactions, `durable` how many of them the last
- * finished fsync covers. Outputs wait in order for the count they need; one fsync runs at a time and,
- * when it ends, the next covers every transaction committed meanwhile.
- */
-let committed = 0;
-let durable = 0;
-let syncing = false;
-const waiting: Array<{ needs: number; outputs: Outputs }> = [];
-
 function release(outputs: Outputs): void {
   if (outputs.replies.length > 0) post({ type: 'replies', items: outputs.replies });
   if (outputs.outbox.length > 0) post({ type: 'outbox', events: outputs.outbox });
@@ -151,32 +142,12 @@ function release(outputs: Outputs): void {
   outputs.done?.();
 }
 
-function whenDurable(needs: number, outputs: Outputs): void {
-  if (needs <= durable && waiting.length === 0) release(outputs);
-  else waiting.push({ needs, outputs });
-  syncIfBehind();
-}
-
-function syncIfBehind(): void {
-  if (syncing || durable >= committed) return;
-  syncing = true;
-  const target = committed;
-  const started = performance.now();
-  store.syncJournal((error) => {
-    // An fsync that failed leaves the journal's state unknown: stop, answer nothing; recovery replays
-    // what reached the disk and the front end answers the waiting requests 5xx.
-    if (error !== null) throw error;
-    metrics.sync((performance.now() - started) / 1000);
-    syncing = false;
-    durable = target;
-    while (waiting.length > 0 && waiting[0]!.needs <= durable) release(waiting.shift()!.outputs);
-    syncIfBehind();
-  });
-}
+/** Pipelined group commit: outputs leave once an fsync begun after their commit has finished. */
+const gate = new DurableGate<Outputs>((done) => store.syncJournal(done), release, (seconds) => metrics.sync(seconds));
 
 /** Resolves once every commit made so far is durable (snapshots answer only then). */
 function allDurable(): Promise<void> {
-  return new Promise((resolve) => whenDurable(committed, { replies: [], outbox: [], freed: [], effects: [], done: resolve }));
+  return new Promise((resolve) => gate.afterCommits({ replies: [], outbox: [], freed: [], effects: [], done: resolve }));
 }
 
 function flush(): void {
@@ -209,7 +180,7 @@ function flush(): void {
     else metrics.rail(item.cmd, executed.reply);
     effects.push(...executed.effects);
   }
-  if (early.length > 0) whenDurable(committed, { replies: early, outbox: [], freed: [], effects: [] });
+  if (early.length > 0) gate.afterCommits({ replies: early, outbox: [], freed: [], effects: [] });
   // The one durable step of the tick: WAL records, the cold rows of what they finished and their
   // idempotency records, in one sqlite transaction, made durable by the next journal fsync. If it
   // throws (disk full, I/O error) the worker dies before any reply is sent, and the front end answers
@@ -218,12 +189,12 @@ function flush(): void {
   const extras = passivation.take();
   const wrote = records.length > 0 || extras.cold.length > 0 || extras.idem.length > 0;
   const freed = store.appendBatch(records, extras);
-  if (wrote) committed += 1;
+  if (wrote) gate.committedOne();
   metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
   passivation.settle();
   recordsSinceSnapshot += records.length;
   for (const record of records) dirty.add(record.partition);
-  whenDurable(committed, { replies, outbox, freed, effects });
+  gate.afterCommits({ replies, outbox, freed, effects });
   if (queue.length > 0) scheduleFlush();
   if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
 }
@@ -262,13 +233,13 @@ async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
       const json = encodePartition(state);
       const body = await compressImage(json);
       store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
-      committed += 1;
+      gate.committedOne();
     }
     // Records every kept image covers (beyond the retained tail) are no longer needed to recover:
     // deleted a slice per event-loop turn, so a large truncation never stalls the commands.
     if (taken > 0) {
       while (store.truncateWal(data.walRetainRecords, TRUNCATE_SLICE_RECORDS) > 0) {
-        committed += 1;
+        gate.committedOne();
         await new Promise((resolve) => setImmediate(resolve));
       }
       await allDurable();
