@@ -11,6 +11,8 @@ export type Match =
 
 export class Router {
   private readonly routes: CompiledRoute[] = [];
+  /** Routes by segment count, in specificity order: a path is compared only with routes of its length. */
+  private readonly byLength = new Map<number, CompiledRoute[]>();
 
   add(defs: readonly RouteDef[]): void {
     for (const def of defs) {
@@ -21,6 +23,12 @@ export class Router {
     }
     // Literal segments win over parameters (GET /v1/payments/methods before /v1/payments/:id).
     this.routes.sort((a, b) => specificity(b) - specificity(a));
+    this.byLength.clear();
+    for (const route of this.routes) {
+      const same = this.byLength.get(route.segments.length) ?? [];
+      same.push(route);
+      this.byLength.set(route.segments.length, same);
+    }
   }
 
   all(): readonly CompiledRoute[] {
@@ -30,7 +38,7 @@ export class Router {
   match(method: string, path: string): Match {
     const parts = path.split('/').filter((s) => s.length > 0);
     const allow: HttpMethod[] = [];
-    for (const route of this.routes) {
+    for (const route of this.byLength.get(parts.length) ?? []) {
       const params = matchSegments(route.segments, parts);
       if (params === null) continue;
       if (route.method === method) return { kind: 'found', route, params };
@@ -47,6 +55,11 @@ function specificity(route: CompiledRoute): number {
 
 function matchSegments(segments: string[], parts: string[]): Record<string, string> | null {
   if (segments.length !== parts.length) return null;
+  // Literal segments first: most routes fail there, before any parameter is decoded.
+  for (let i = 0; i < segments.length; i += 1) {
+    const segment = segments[i]!;
+    if (!segment.startsWith(':') && segment !== parts[i]) return null;
+  }
   const params: Record<string, string> = {};
   for (let i = 0; i < segments.length; i += 1) {
     const segment = segments[i]!;
