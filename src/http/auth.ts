@@ -21,18 +21,20 @@ export class Authenticator {
   constructor(private readonly store: ControlStore, private readonly cacheTtlMs = 1_000) {}
 
   authenticate(header: string, nowMs: number): KeyRecord | Rejection {
-    // The auth scheme is case-insensitive (RFC 9110 §11.1): `bearer sk_…` is as valid as `Bearer sk_…`.
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (match === null) return reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.');
-    const secret = match[1]!;
-    if (!SECRET_PATTERN.test(secret) || envOfSecret(secret) === null) {
-      return reject('UNAUTHENTICATED', 'The secret key is malformed.');
-    }
-    let cached = this.cache.get(secret);
+    // Keyed by the whole header: a client sends the same one on every request, so the parse below
+    // runs once per TTL, not per request. Only well-formed headers are remembered.
+    let cached = this.cache.get(header);
     if (cached === undefined || nowMs - cached.atMs > this.cacheTtlMs) {
+      // The auth scheme is case-insensitive (RFC 9110 §11.1): `bearer sk_…` is as valid as `Bearer sk_…`.
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (match === null) return reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.');
+      const secret = match[1]!;
+      if (!SECRET_PATTERN.test(secret) || envOfSecret(secret) === null) {
+        return reject('UNAUTHENTICATED', 'The secret key is malformed.');
+      }
       if (this.cache.size >= CACHE_ENTRIES_MAX) this.cache.clear();
       cached = { record: this.store.findBySecret(secret), atMs: nowMs };
-      this.cache.set(secret, cached);
+      this.cache.set(header, cached);
     }
     const record = cached.record;
     if (record === undefined) return reject('UNAUTHENTICATED', 'The secret key is not recognised.');
