@@ -78,8 +78,8 @@ export async function command(deps: ApiDeps, ctx: RequestContext, partition: num
   const base = { owner: ctx.owner, nowMs: ctx.nowMs, customerScope: ctx.key?.customerId ?? null };
   if (options.idempotent !== true || ctx.idempotencyKey === null) return deps.pool.send({ ...base, partition, ...body });
   const idem = { scope: `${ctx.owner}:${ctx.idempotencyKey}`, fingerprint: fingerprintOf(ctx) };
-  return deps.idempotency.run(idem.scope, partition, (target, seq) =>
-    deps.pool.send(seq !== null ? { ...base, partition: target, k: 'idem.replay', idem: { ...idem, seq } } : { ...base, partition: target, ...body, idem }),
+  return deps.idempotency.run(idem.scope, partition, (target, seq, h) =>
+    deps.pool.send(seq !== null ? { ...base, partition: target, k: 'idem.replay', idem: { ...idem, seq } } : { ...base, partition: target, ...body, idem: { ...idem, h } }),
   );
 }
 

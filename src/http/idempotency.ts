@@ -51,7 +51,7 @@ export class IdempotencyIndex {
   async run(
     scope: string,
     partition: number,
-    execute: (partition: number, seq: number | null) => Promise<StoredReply>,
+    execute: (partition: number, seq: number | null, hash: number) => Promise<StoredReply>,
   ): Promise<StoredReply> {
     for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
     const hash = scopeHash(scope);
@@ -61,11 +61,11 @@ export class IdempotencyIndex {
     try {
       for (const packedAt of known === undefined ? [] : typeof known === 'number' ? [known] : [...known]) {
         const at = unpackIdemAt(packedAt);
-        const replayed = await execute(at.partition, at.seq);
+        const replayed = await execute(at.partition, at.seq, hash);
         // A miss is another scope with the same hash: this key has no result there.
         if (replayed.miss !== true) return replayed;
       }
-      const reply = await execute(partition, null);
+      const reply = await execute(partition, null, hash);
       if (isStoredResult(reply.status)) {
         assert(reply.seq !== undefined, 'idempotency: a stored result must say where it was stored');
         this.restore(hash, packIdemAt(partition, reply.seq));

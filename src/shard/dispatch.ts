@@ -132,7 +132,7 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   if (cmd.idem !== undefined && isStoredResult(reply.status)) {
     // The record (with the reply) goes to the idempotency table in this batch's transaction; the WAL
     // keeps only its header, so a reply is not written twice.
-    const record = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs };
+    const record = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs, ...(cmd.idem.h === undefined ? {} : { h: cmd.idem.h }) };
     state.idempotency.set(record);
     events.push({ t: 'idem.stored', record: { scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs, status: record.status }, inRow: true });
     return { reply, events, effects: outcome.effects ?? [], stored: true };

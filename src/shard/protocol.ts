@@ -13,9 +13,10 @@ export interface CommandBase {
   partition: number;
   /**
    * Set for idempotent POSTs: scope = env:account:key, fingerprint = hash of method, path and body;
-   * `seq`, on `idem.replay` only: the record's row in the shard file, from the front end's index.
+   * `seq`, on `idem.replay` only: the record's row in the shard file, from the front end's index;
+   * `h`: the scope's hash, which the front end's index computed already (stored with the record).
    */
-  idem?: { scope: string; fingerprint: string; seq?: number };
+  idem?: { scope: string; fingerprint: string; seq?: number; h?: number };
   /** A customer-scoped key may reach only this customer's resources. */
   customerScope?: string | null;
 }

@@ -59,7 +59,7 @@ export class IdemLog {
     const insert = this.stmt(
       'INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING',
     );
-    const args = [lsn, partition, ownerOfScope(record.scope), scopeHash(record.scope), record.scope, record.fingerprint, record.status, record.json ?? null, error, record.atMs] as const;
+    const args = [lsn, partition, ownerOfScope(record.scope), record.h ?? scopeHash(record.scope), record.scope, record.fingerprint, record.status, record.json ?? null, error, record.atMs] as const;
     if (insert.run(lsn, ...args).changes === 1) return lsn;
     const holder = this.stmt('SELECT scope FROM idem_log WHERE seq = ?').pluck().get(lsn) as string;
     if (holder === record.scope) return lsn;

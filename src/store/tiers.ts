@@ -19,6 +19,8 @@ export interface IdempotencyRecord {
   json?: string;
   error?: { code: string; message: string };
   miss?: true;
+  /** scopeHash(scope), when the front end sent it along (saves the shard computing it again). */
+  h?: number;
 }
 
 /** Reads the record stored at `seq` (the LSN of the WAL record that stored it), if it has this scope. */
