@@ -9,6 +9,8 @@ import { PARTITIONS, type Config } from './config.ts';
 import { connectorRoutes } from './api/connectors.ts';
 import { coverageOf } from './connectors/connector-config.ts';
 import { setConnectors } from './rails/coverage.ts';
+import { setLiveRails } from './rails/rails.ts';
+import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';
@@ -219,6 +221,9 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   log(`recovered ${config.shards} shard(s) in ${Date.now() - started} ms (${replayed} WAL records replayed)`);
 
   setConnectors(config.connectors.map(coverageOf));
+  // Lookups that move no money (account names, recipients, FX rates) are asked from the main thread.
+  let publicUrl = config.publicUrl;
+  setLiveRails(config.connectors.map((c) => connectorRail(c, () => publicUrl)));
   const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 }, connectors: new Map(config.connectors.map((c) => [c.name, c])) };
   const router = new Router();
   router.add([
@@ -263,7 +268,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   });
   const stopActions = applyOperatorActions(control, pool, log);
   const port = await server.listen(config.host, config.port);
-  pool.setPublicUrl(config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`);
+  publicUrl = config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`;
+  pool.setPublicUrl(publicUrl);
   return {
     port,
     createdKey,

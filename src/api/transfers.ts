@@ -8,8 +8,8 @@ import { Beneficiary, BeneficiaryCreate, Transfer, TransferCreate } from '../sch
 import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf, byIdHandler } from './deps.ts';
 import { pinCheck } from './pin-check.ts';
 import { randomUUID } from 'node:crypto';
-import { callConnector } from '../connectors/client.ts';
-import { liveConnectorFor } from '../rails/coverage.ts';
+import { isLiveOwner } from '../rails/coverage.ts';
+import { lookUp } from '../rails/rails.ts';
 
 export { pinCheck } from './pin-check.ts';
 
@@ -28,20 +28,20 @@ async function resolveWalletHolder(deps: ApiDeps, ctx: RequestContext, walletId:
 }
 
 /**
- * A live bank or mobile-money account is resolved by the connector serving its payout rail, before the
- * shard is asked (like a wallet holder): its name, or null when the rail says it does not exist. No
- * connector → null (the shard refuses). A rail that does not answer → 502 PROVIDER_FAILURE (retry).
+ * A live bank or mobile-money account is resolved by the connector serving its payout before the shard
+ * is asked, like a wallet holder: its name, or null with the rail's reason when it says the account does
+ * not exist. No connector → null (the shard refuses). A rail that does not answer → 502 PROVIDER_FAILURE
+ * (retry). The sandbox rail answers at once, inside the shard.
  */
-async function resolveOnLiveRail(deps: ApiDeps, ctx: RequestContext, body: BeneficiaryCreate): Promise<string | null | Reply> {
+async function resolveOnRail(deps: ApiDeps, ctx: RequestContext, body: BeneficiaryCreate): Promise<{ name: string | null; problem?: string } | Reply> {
   const country = body.country ?? (await customerCountry(deps, ctx, body.customer_id));
   if (typeof country !== 'string') return country;
-  const scope = { method: body.type, country, currency: body.currency };
-  const coverage = liveConnectorFor('resolve', scope);
-  const connector = coverage === undefined ? undefined : deps.connectors?.get(coverage.name);
-  if (connector === undefined) return null;
-  const answer = await callConnector(connector, 'resolve', 'submit', `resolve-${randomUUID()}`, { account: { type: body.type, country, currency: body.currency, bank_code: body.bank_code ?? null, account_number: body.account_number } });
-  if (answer.outcome === 'settled' && typeof answer.detail?.account_name === 'string' && answer.detail.account_name !== '') return answer.detail.account_name.slice(0, 128);
-  if (answer.outcome === 'failed' || answer.outcome === 'settled' || answer.outcome === 'terminal' || answer.outcome === 'not_found') return null;
+  const account = { type: body.type, country, currency: body.currency, bank_code: body.bank_code ?? null, account_number: body.account_number };
+  const answer = await lookUp(ctx.owner, 'resolve', { method: body.type, country, currency: body.currency }, `resolve-${randomUUID()}`, { account }, ctx.nowMs);
+  if (answer === null) return { name: null };
+  if (answer.outcome === 'settled' && typeof answer.detail?.account_name === 'string' && answer.detail.account_name !== '') return { name: answer.detail.account_name.slice(0, 128) };
+  if (answer.outcome === 'failed') return { name: null, ...(answer.message === undefined ? {} : { problem: answer.message }) };
+  if (answer.outcome === 'settled' || answer.outcome === 'terminal' || answer.outcome === 'not_found') return { name: null };
   return errorOf(reject('PROVIDER_FAILURE', 'The account-name rail did not answer; retry with the same Idempotency-Key.'));
 }
 
@@ -79,13 +79,15 @@ export function transferRoutes(deps: ApiDeps): RouteDef[] {
         const target = customerTarget(ctx, body.customer_id);
         if ('status' in target) return target;
         const { customerId, partition } = target;
-        const resolvedName = body.type === 'wallet'
+        const resolved = body.type === 'wallet'
           ? await resolveWalletHolder(deps, ctx, body.account_number, body.currency)
-          : ctx.key?.env === 'live' ? await resolveOnLiveRail(deps, ctx, body) : null;
-        if (resolvedName !== null && typeof resolvedName !== 'string') return resolvedName;
+          : isLiveOwner(ctx.owner) ? await resolveOnRail(deps, ctx, body) : null;
+        if (resolved !== null && typeof resolved !== 'string' && 'status' in resolved) return resolved;
+        const resolvedName = resolved === null || typeof resolved === 'string' ? resolved : resolved.name;
+        const resolveProblem = resolved !== null && typeof resolved !== 'string' ? resolved.problem : undefined;
         return command(deps, ctx, partition, {
           k: 'beneficiary.create',
-          body: { customerId, type: body.type, bankCode: body.bank_code ?? null, accountNumber: body.account_number, currency: body.currency, country: body.country ?? null, resolvedName },
+          body: { customerId, type: body.type, bankCode: body.bank_code ?? null, accountNumber: body.account_number, currency: body.currency, country: body.country ?? null, resolvedName, ...(resolveProblem === undefined ? {} : { resolveProblem }) },
         }, { idempotent: true });
       },
     },

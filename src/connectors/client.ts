@@ -2,7 +2,7 @@
 // answered by a signed JSON response. Runs in shard workers (an effect after commit).
 // Invariant: anything but a verified answer in time is `unknown` (or retryable/terminal by status),
 // never a guess: the shard requeries rather than assuming an outcome.
-import type { RailAnswer, RailKind, RailOp } from '../rails/rail.ts';
+import type { Rail, RailAnswer, RailKind, RailOp, RailRequest } from '../rails/rail.ts';
 import { CONNECTOR_TIMEOUT_MS_DEFAULT, type ConnectorConfig } from './connector-config.ts';
 import { signatureProblem, signedHeaders } from './signing.ts';
 
@@ -36,6 +36,14 @@ export async function callConnector(connector: ConnectorConfig, kind: RailKind, 
   return answerOf(text);
 }
 
+/** A connector as a rail: every request carries the callback address kobo listens on for it. */
+export function connectorRail(connector: ConnectorConfig, publicUrl: () => string): Rail {
+  return {
+    name: connector.name,
+    call: (request: RailRequest) => callConnector(connector, request.kind, request.op, request.reference, { ...request.payload, callback_url: `${publicUrl()}/v1/connectors/${connector.name}/callbacks` }),
+  };
+}
+
 /** A signed connector message (response or callback) as an answer; anything unrecognised is `unknown`. */
 export function answerOf(text: string): RailAnswer {
   let parsed: unknown;
@@ -49,7 +57,7 @@ export function answerOf(text: string): RailAnswer {
   const providerReference = typeof m.provider_reference === 'string' ? m.provider_reference.slice(0, 128) : null;
   switch (m.status) {
     case 'accepted':
-      return { outcome: 'accepted', providerReference, checkoutUrl: typeof m.checkout_url === 'string' && /^https?:\/\//.test(m.checkout_url) ? m.checkout_url.slice(0, 2048) : null };
+      return { outcome: 'accepted', providerReference, checkoutUrl: typeof m.checkout_url === 'string' && /^https?:\/\//.test(m.checkout_url) ? m.checkout_url.slice(0, 2048) : null, ...(m.manual_review === true ? { manualReview: true } : {}) };
     case 'settled':
       return { outcome: 'settled', providerReference, detail: typeof m.detail === 'object' && m.detail !== null && !Array.isArray(m.detail) ? (m.detail as Record<string, unknown>) : null };
     case 'failed':

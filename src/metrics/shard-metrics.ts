@@ -28,17 +28,13 @@ export interface ShardMetricsMessage {
 /** The rail a command answers for and its outcome, or null when the command is not a rail's answer. */
 export function railOutcome(cmd: Command, reply: StoredReply): string | null {
   switch (cmd.k) {
-    case 'transfer.rail':
-      return `payout:${cmd.outcome}`;
+    case 'rail.answer':
+      // The sandbox rail's answers are taken inside the shard (answer null here): counted as answered.
+      return `${cmd.kind}:${cmd.answer?.outcome ?? (reply.status < 300 ? 'answered' : 'rejected')}`;
     case 'payment.settle':
       return cmd.source === 'rail' ? 'collection:settled' : null;
     case 'payment.fail':
       return cmd.source === 'rail' ? 'collection:failed' : null;
-    case 'order.rail':
-      return `fulfilment:${reply.status < 300 ? 'answered' : 'rejected'}`;
-    case 'transfer.reconcile':
-    case 'order.reconcile':
-      return `requery:${reply.status < 300 ? 'answered' : 'rejected'}`;
     default:
       return null;
   }

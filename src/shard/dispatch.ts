@@ -13,8 +13,8 @@ import { cancelTransaction, createTransaction, getTransaction, retryTransaction 
 import { createQuote, executeExchange } from './handlers/exchange.ts';
 import { createServiceQuote } from './handlers/service-quotes.ts';
 import { createOrder, getOrder, openOrder } from './handlers/orders.ts';
-import { orderPaid, orderRail, reconcileOrder, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
-import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, railAnswer, reconcileTransfer, submitTransfer } from './handlers/transfers.ts';
+import { orderPaid, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
+import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, submitTransfer } from './handlers/transfers.ts';
 import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from './handlers/beneficiaries.ts';
 import { railAnswered } from './handlers/rail-answers.ts';
 import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
@@ -63,8 +63,6 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'transfer.create': return createTransfer(ctx, cmd);
     case 'transfer.get': return getTransfer(ctx, cmd);
     case 'transfer.submit': return submitTransfer(ctx, cmd);
-    case 'transfer.rail': return railAnswer(ctx, cmd);
-    case 'transfer.reconcile': return reconcileTransfer(ctx, cmd);
     case 'wallet.resolve': return resolveWallet(ctx, cmd);
     case 'transfer.credit': return creditInbound(ctx, cmd);
     case 'transfer.credited': return creditOutcome(ctx, cmd);
@@ -74,8 +72,6 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.get': return getOrder(ctx, cmd);
     case 'order.open': return openOrder(ctx, cmd);
     case 'order.paid': return orderPaid(ctx, cmd);
-    case 'order.rail': return orderRail(ctx, cmd);
-    case 'order.reconcile': return reconcileOrder(ctx, cmd);
     case 'order.retry': return retryOrder(ctx, cmd);
     case 'order.refund': return refundOrder(ctx, cmd);
     case 'order.resolve': return resolveOrder(ctx, cmd);

@@ -74,7 +74,7 @@ export type CommandBody =
   | { k: 'fx.execute'; quoteId: string; /** the customer named in the request, if any: must be the quote's */ customerId?: string | null }
   | { k: 'customer.secret'; id: string }
   | { k: 'customer.pin_failed'; id: string }
-  | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null; /** wallet: the holder's name, resolved by the front end from the wallet's partition */ resolvedName: string | null } }
+  | { k: 'beneficiary.create'; body: { customerId: string; type: 'bank_account' | 'mobile_money' | 'wallet'; bankCode: string | null; accountNumber: string; currency: string; country: string | null; /** the account's name as resolved by the front end (a wallet's holder, or the resolve rail's answer); null: not resolved */ resolvedName: string | null; /** why the rail could not resolve it */ resolveProblem?: string } }
   | { k: 'wallet.resolve'; id: string }
   | { k: 'transfer.credit'; transferId: string; walletId: string; amountMinor: number; currency: string }
   | { k: 'transfer.credited'; id: string; outcome: 'credited' | 'rejected' }
@@ -82,16 +82,12 @@ export type CommandBody =
   | { k: 'transfer.create'; body: { customerId: string; beneficiaryId: string; amountMinor: number; currency: string; narration: string | null; quoteId: string | null } }
   | { k: 'transfer.get'; id: string }
   | { k: 'transfer.submit'; id: string }
-  | { k: 'transfer.rail'; id: string; outcome: 'completed' | 'failed' | 'timeout' }
-  | { k: 'transfer.reconcile'; id: string }
   | { k: 'outbox.ack'; ids: string[] }
   | { k: 'squote.create'; body: ServiceRequest }
   | { k: 'order.create'; body: ServiceRequest & { paymentMethod: string; quoteId: string | null; productCode: string | null; idempotencyKey: string; metadata: Record<string, unknown> | null; /** the fields of the client's validation_snapshot an order reads */ validationSnapshot?: ValidationSnapshot | null } }
   | { k: 'order.get'; id: string; projection: 'full' | 'status'; /** the customer the read acts for (query customer_id) */ customerId?: string | null }
   | { k: 'order.open'; id: string }
   | { k: 'order.paid'; id: string }
-  | { k: 'order.rail'; id: string; attempt: number }
-  | { k: 'order.reconcile'; id: string }
   | { k: 'order.retry'; id: string }
   | { k: 'order.refund'; id: string }
   | { k: 'order.resolve'; id: string; outcome: 'delivered' | 'failed' }

@@ -12,7 +12,7 @@ import { compressImage, snapshotRow } from '../store/snapshot.ts';
 import { encodePartition } from './partition-image.ts';
 import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
-import { setRequeryAfterMs, type Effect, type HandlerContext, type RailCall } from './handlers/common.ts';
+import { setRequeryAfterMs, type Effect, type HandlerContext } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
@@ -21,8 +21,9 @@ import { Passivation } from './passivate.ts';
 import { DurableGate } from './durable-gate.ts';
 import { SHARD_METRICS_INTERVAL_MS, ShardMetrics } from '../metrics/shard-metrics.ts';
 import { setConnectors } from '../rails/coverage.ts';
-import type { RailAnswer } from '../rails/rail.ts';
-import { callConnector } from '../connectors/client.ts';
+import type { RailCall } from '../rails/rail.ts';
+import { callRail, isSimulated, setLiveRails } from '../rails/rails.ts';
+import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl } from './views.ts';
 
@@ -65,7 +66,7 @@ const clockOffsets = new Map<string, number>(data.clockOffsets);
 const clockTimers = new ClockTimers((owner) => clockOffsets.get(owner) ?? 0);
 setConnectors(data.connectors.map(coverageOf));
 setRequeryAfterMs(data.requeryAfterMs);
-const connectorsByName = new Map(data.connectors.map((c) => [c.name, c]));
+setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf)));
 const queue: Queued[] = [];
 /** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
 const TRUNCATE_SLICE_RECORDS = 2_000;
@@ -89,7 +90,8 @@ function runEffect(effect: Effect): void {
     post({ type: 'forward', cmd: effect.cmd, ...(effect.replyTo === undefined ? {} : { replyTo: effect.replyTo }) });
     return;
   }
-  if (effect.call !== undefined) {
+  // A connector is called here; the sandbox rail (pure) answers inside the shard when its answer is due.
+  if (effect.call !== undefined && !isSimulated(effect.call.rail)) {
     runRailCall(effect, effect.call);
     return;
   }
@@ -115,10 +117,7 @@ function runRailCall(effect: Effect, call: RailCall): void {
   const cmd = effect.cmd;
   if (cmd.k !== 'rail.answer') throw new Error(`shard ${data.shard}: a rail call must answer with rail.answer, not ${cmd.k}`);
   const start = (): void => {
-    const connector = connectorsByName.get(call.connector);
-    const answered: Promise<RailAnswer> = connector === undefined
-      ? Promise.resolve({ outcome: 'unknown' })
-      : callConnector(connector, call.kind, call.op, call.reference, { ...call.payload, callback_url: `${publicUrlOf()}/v1/connectors/${connector.name}/callbacks` });
+    const answered = Promise.resolve(callRail(call, Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner))));
     void answered.then((answer) => enqueue({ n: -1, cmd: { ...cmd, answer, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner)) } }));
   };
   if (effect.dueAtMs !== undefined) clockTimers.schedule(cmd.owner, effect.dueAtMs, start);

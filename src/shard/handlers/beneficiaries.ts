@@ -5,8 +5,8 @@
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { accountNumberValid, destinationName } from '../../catalogue/payouts.ts';
-import { resolveAccountName } from '../../rails/sandbox-payout.ts';
-import { isLiveOwner, railServes } from '../../rails/coverage.ts';
+import { railServes } from '../../rails/coverage.ts';
+import { answerAtOnce, railFor } from '../../rails/rails.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary } from '../state.ts';
 import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
@@ -54,11 +54,14 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
   }
   const noRail = payoutRailRejection(cmd.owner, b.type, country, b.currency);
   if (noRail !== null) return rejected(noRail);
-  // Live: the connector resolved the name at the front end (null: it could not); sandbox: the simulator.
-  const resolved = isLiveOwner(cmd.owner)
-    ? (b.resolvedName === null ? { ok: false as const, reason: 'The payout rail could not verify this account.' } : { ok: true as const, accountName: b.resolvedName })
-    : resolveAccountName(b.accountNumber.replace(/^\+/, ''));
-  if (!resolved.ok) return rejected(reject('VERIFICATION_FAILED', resolved.reason));
+  // A live connector resolved the name at the front end (null: it could not); the sandbox rail answers here.
+  const account = { type: b.type, country, currency: b.currency, bank_code: b.bankCode, account_number: b.accountNumber };
+  const inline = b.resolvedName === null ? answerAtOnce({ rail: railFor(cmd.owner, 'resolve', { method: b.type, country, currency: b.currency }) ?? '', kind: 'resolve', op: 'submit', reference: `resolve-${customer.id}`, payload: { account } }, ctx.nowMs) : null;
+  const accountName = inline?.outcome === 'settled' && typeof inline.detail?.account_name === 'string' ? inline.detail.account_name : b.resolvedName;
+  if (accountName === null) {
+    const problem = inline?.outcome === 'failed' ? inline.message : b.resolveProblem;
+    return rejected(reject('VERIFICATION_FAILED', problem ?? 'The payout rail could not verify this account.'));
+  }
   const beneficiary: Beneficiary = {
     id: ctx.mintId(),
     owner: cmd.owner,
@@ -69,7 +72,7 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
     bankCode: b.bankCode,
     bankName,
     accountNumber: b.accountNumber,
-    accountName: resolved.accountName,
+    accountName,
     createdAtMs: ctx.nowMs,
   };
   return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };

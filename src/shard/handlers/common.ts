@@ -4,7 +4,9 @@
 import { reject, statusOf, type Rejection } from '../../errors.ts';
 import { tierLimits } from '../../catalogue/limits.ts';
 import type { WalEvent } from '../events.ts';
-import { railReference, type RailKind, type RailOp } from '../../rails/rail.ts';
+import type { RailCall, RailKind, RailOp } from '../../rails/rail.ts';
+import type { RailScope } from '../../rails/coverage.ts';
+import { isSimulated, railCall } from '../../rails/rails.ts';
 import type { Command, ForwardMessage } from '../protocol.ts';
 import type { Customer, EventType, OutboxEvent, Owner, PartitionState, StoredReply, Transaction } from '../state.ts';
 
@@ -16,32 +18,31 @@ export interface Effect {
   /** When set, the command waits until the owner's clock (wall time + sandbox offset) reaches this instead. */
   dueAtMs?: number;
   cmd: Command;
-  /** A live rail call (connector request) whose answer is put into `cmd` (a `rail.answer`) and enqueued. */
+  /** A rail call (sandbox or connector, see rails.ts) whose answer is put into `cmd` (a `rail.answer`) and enqueued. */
   call?: RailCall;
   /** Set for a command to another partition whose answer must come back (see ForwardMessage). */
   replyTo?: ForwardMessage['replyTo'];
 }
 
-export interface RailCall {
-  connector: string;
-  kind: RailKind;
-  op: RailOp;
-  /** `<entity id>:<attempt>`: the rail's idempotency id for this attempt. */
-  reference: string;
-  payload: Record<string, unknown>;
+/**
+ * The effect of one rail call for an entity's attempt, made after the batch that asked for it is durable
+ * (the sandbox after its simulated latency); the answer comes back to this partition as a `rail.answer`.
+ * Null when no rail serves it (live, no connector).
+ */
+export function railEffect(ctx: HandlerContext, route: { owner: Owner; kind: RailKind; scope: RailScope }, call: { id: string; attempt: number; op: RailOp; payload: Record<string, unknown>; dueAtMs?: number | undefined }): Effect | null {
+  const planned = railCall(route, call);
+  if (planned === null) return null;
+  return {
+    afterMs: isSimulated(planned.rail) ? ctx.railLatencyMs : 0,
+    ...(call.dueAtMs === undefined ? {} : { dueAtMs: call.dueAtMs }),
+    call: planned,
+    cmd: { k: 'rail.answer', kind: route.kind, id: call.id, attempt: call.attempt, phase: call.op, answer: null, owner: route.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
+  };
 }
 
-/**
- * The effect of one connector call for an entity's attempt, made after the batch that asked for it is
- * durable; the connector's answer comes back to this partition as a `rail.answer` command.
- */
-export function connectorCall(ctx: HandlerContext, call: { kind: RailKind; connector: string; id: string; owner: Owner; attempt: number; op: RailOp; payload: Record<string, unknown>; dueAtMs?: number | undefined }): Effect {
-  return {
-    afterMs: 0,
-    ...(call.dueAtMs === undefined ? {} : { dueAtMs: call.dueAtMs }),
-    call: { connector: call.connector, kind: call.kind, op: call.op, reference: railReference(call.id, call.attempt), payload: call.payload },
-    cmd: { k: 'rail.answer', kind: call.kind, id: call.id, attempt: call.attempt, phase: call.op, answer: null, owner: call.owner, nowMs: ctx.nowMs, partition: ctx.state.partition },
-  };
+/** The effects of the calls that exist (a live rail with no connector left asks nothing). */
+export function effectsOf(...effects: Array<Effect | null>): Effect[] {
+  return effects.filter((e): e is Effect => e !== null);
 }
 
 export interface Outcome {

@@ -1,20 +1,17 @@
-// Fulfilment of paid service orders: dispatch to the sandbox rail, its answers (delivered, failed,
+// Fulfilment of paid service orders: dispatch to the fulfilment rail, its answers (delivered, failed,
 // timeout, controlled retry, funding failure, manual hold), reconciliation, refunds and operator
-// resolution. Runs inside shard workers; every answer arrives as a command after the rail latency.
+// resolution. Runs inside shard workers; every answer arrives as a `rail.answer` command.
 // Invariant: a dispatched purchase is never bought twice: unknown is settled by requery, and a
 // restart asks the rail about the same provider_reference instead of dispatching again.
 import assert from 'node:assert/strict';
 import { reject } from '../../errors.ts';
 import { systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
-import { railAnswer } from '../../rails/sandbox-fulfilment.ts';
-import { fulfilmentSnapshot, requeryOutcome } from '../../rails/sandbox-services.ts';
-import type { ServiceCode } from '../../catalogue/services.ts';
+import { operatorDelivery } from '../../rails/rails.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
-import { connectorCall, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
-import { isLiveOwner, liveConnectorFor } from '../../rails/coverage.ts';
-import { RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
+import { effectsOf, okReply, outboxEvent, railEffect, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
 import { moveOrder } from './orders.ts';
 import { movePayment, moveTransaction, releaseUsage } from './transactions.ts';
 
@@ -41,20 +38,18 @@ export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partiti
   const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
   const txn = ctx.state.transactions.get(order.transactionId)!;
   if (txn.status === 'pending') events.push(moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs })!);
-  if (isLiveOwner(order.owner)) {
-    const call = fulfilmentCall(ctx, order, attempt, 'submit');
-    // No connector serves it any more (removed since the order was taken): the purchase is not made;
-    // the order waits in fulfilling for an operator (or a connector) rather than being simulated.
-    return { events, effects: call === null ? [] : [call] };
-  }
-  return { events, effects: [later(ctx, order, partition, { k: 'order.rail', id: order.id, attempt }, ctx.railLatencyMs)] };
+  // No live connector serves it any more (removed since the order was taken): the purchase is not made;
+  // the order waits in fulfilling for an operator (or a connector) rather than being simulated.
+  return { events, effects: effectsOf(fulfilmentCall(ctx, order, attempt, 'submit')) };
 }
 
-/** A live purchase (or requery of one) at the connector serving the service and country; null when none does. */
+/**
+ * A purchase (or requery of one) at the rail serving the service and country; null when none does.
+ * Requeries carry the purchase too: the sandbox rail, which keeps no memory, answers from it.
+ */
 export function fulfilmentCall(ctx: HandlerContext, order: ServiceOrder, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
-  const connector = liveConnectorFor('fulfilment', { service: order.serviceCode, country: order.countryCode, currency: order.destinationCurrency });
-  if (connector === undefined) return null;
-  const payload = op === 'requery' ? {} : {
+  const scope = { service: order.serviceCode, country: order.countryCode, currency: order.destinationCurrency };
+  const payload = {
     service_code: order.serviceCode,
     country_code: order.countryCode,
     operator_code: order.operatorCode,
@@ -64,40 +59,53 @@ export function fulfilmentCall(ctx: HandlerContext, order: ServiceOrder, attempt
     amount_minor: order.providerCostMinor,
     currency: order.destinationCurrency,
   };
-  return connectorCall(ctx, { kind: 'fulfilment', connector: connector.name, id: order.id, owner: order.owner, attempt, op, payload, dueAtMs });
+  return railEffect(ctx, { owner: order.owner, kind: 'fulfilment', scope }, { id: order.id, attempt, op, payload, dueAtMs });
 }
 
 /**
- * A live fulfilment rail's answer: settled → delivered (snapshot from the rail's detail); failed →
- * failed with the money returned; no trustworthy answer → unknown, requeried on the owner's clock,
- * never re-purchased; not_found on requery → the same purchase submitted again (same reference).
+ * The fulfillment_snapshot of a delivery: the purchase, the rail's reference, then what the rail handed
+ * back (a token, a receipt; the sandbox hands back the whole snapshot), stamped when it was delivered.
+ */
+function deliverySnapshot(ctx: HandlerContext, order: ServiceOrder, answer: RailAnswer & { outcome: 'settled' }): Record<string, unknown> {
+  const snapshot: Record<string, unknown> = {
+    service_code: order.serviceCode,
+    country_code: order.countryCode,
+    operator_code: order.operatorCode,
+    product_code: order.productCode,
+    amount_minor: order.providerCostMinor,
+    currency: order.destinationCurrency,
+    ...(answer.providerReference === null ? {} : { provider_reference: answer.providerReference }),
+    ...(answer.detail ?? {}),
+  };
+  if (!('delivered_at' in snapshot)) snapshot.delivered_at = new Date(ctx.nowMs).toISOString();
+  return snapshot;
+}
+
+/**
+ * A fulfilment rail's answer: settled → delivered (snapshot from the rail's detail); failed → failed
+ * with the money returned (provider_funding_failure → refunded; retry_required → a new dispatch
+ * attempt); accepted for manual review → held for an operator; no trustworthy answer → unknown,
+ * requeried on the owner's clock, never re-purchased; not_found on requery → the same purchase
+ * submitted again (same reference).
  */
 export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
   const order = orderOf(ctx, cmd.id);
   const answer = cmd.answer;
-  if (order === undefined || answer === null || !isLiveOwner(order.owner)) return stale('no live order by that reference');
-  const again = (op: RailOp, dueAtMs?: number): Effect[] => [fulfilmentCall(ctx, order, order.dispatchAttempt, op, dueAtMs)].filter((e): e is Effect => e !== null);
-  if (cmd.connector !== undefined && again('requery')[0]?.call?.connector !== cmd.connector) return stale('this order is not served by that connector');
+  if (order === undefined || answer === null) return stale('no order by that reference');
+  const again = (op: RailOp, dueAtMs?: number): Effect[] => effectsOf(fulfilmentCall(ctx, order, order.dispatchAttempt, op, dueAtMs));
+  if (cmd.connector !== undefined && again('requery')[0]?.call?.rail !== cmd.connector) return stale('this order is not served by that connector');
   if (order.dispatchAttempt !== cmd.attempt) return stale(`the answer is for dispatch ${cmd.attempt}; the order is on ${order.dispatchAttempt}`);
   if (order.status !== 'fulfilling' && order.status !== 'unknown') return stale(`order is ${order.status}`);
   const unknown = order.status === 'unknown';
   switch (answer.outcome) {
-    case 'settled': {
-      const snapshot = {
-        service_code: order.serviceCode,
-        country_code: order.countryCode,
-        operator_code: order.operatorCode,
-        product_code: order.productCode,
-        amount_minor: order.providerCostMinor,
-        currency: order.destinationCurrency,
-        provider_reference: answer.providerReference,
-        delivered_at: new Date(ctx.nowMs).toISOString(),
-        ...(answer.detail ?? {}),
-      };
-      return { events: deliveredEvents(ctx, order, unknown ? 'reconcile' : 'rail.delivered', snapshot), reply: done };
-    }
+    case 'settled':
+      return { events: deliveredEvents(ctx, order, unknown ? 'reconcile' : 'rail.delivered', deliverySnapshot(ctx, order, answer)), reply: done };
     case 'failed': {
-      const failed = failedEvents(ctx, order, cmd.partition, unknown ? 'reconcile' : 'rail.failed', `The fulfilment rail failed the purchase (${answer.failureCode}).`);
+      if (!unknown && answer.failureCode === RETRY_REQUIRED_CODE) {
+        return { events: [moveOrder(order, { type: 'rail.retry', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.retry', id: order.id }, ctx.railLatencyMs)] };
+      }
+      const via = unknown ? 'reconcile' : answer.failureCode === FUNDING_FAILURE_CODE ? 'rail.funding_failed' : 'rail.failed';
+      const failed = failedEvents(ctx, order, cmd.partition, via, answer.message ?? `The fulfilment rail failed the purchase (${answer.failureCode}).`);
       return { events: failed.events, reply: done, effects: failed.effects };
     }
     case 'terminal': {
@@ -112,6 +120,7 @@ export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
       return { events, reply: done, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
     }
     case 'accepted':
+      if (answer.manualReview === true && !unknown) return { events: [moveOrder(order, { type: 'rail.manual', atMs: ctx.nowMs })!], reply: done };
       return { events: [], reply: done, effects: cmd.phase === 'callback' ? [] : again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
     case 'not_found':
       return { events: [], reply: done, effects: again('submit') };
@@ -132,18 +141,7 @@ export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' 
 /** Delivered: snapshot in, service transaction completed, funds posted (wallet hold) and the fee taken. */
 function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.delivered' | 'reconcile' | 'operator.resolve', railSnapshot?: Record<string, unknown>): WalEvent[] {
   const event = via === 'rail.delivered' ? { type: via, atMs: ctx.nowMs } as const : { type: via, atMs: ctx.nowMs, outcome: 'delivered' } as const;
-  const snapshot = railSnapshot ?? fulfilmentSnapshot({
-    service: order.serviceCode as ServiceCode,
-    country: order.countryCode,
-    operatorCode: order.operatorCode ?? '',
-    orderId: order.id,
-    recipient: recipientOf(order),
-    providerCostMinor: order.providerCostMinor,
-    currency: order.destinationCurrency,
-    meterType: order.meterType,
-    planCode: order.productCode,
-    atMs: ctx.nowMs,
-  });
+  const snapshot = railSnapshot ?? operatorSnapshot(ctx, order);
   const moved = moveOrder(order, event, { fulfillmentSnapshot: snapshot });
   assert(moved !== null, `fulfilment: ${order.status} accepts ${via}`);
   const txn = ctx.state.transactions.get(order.transactionId)!;
@@ -197,6 +195,15 @@ function failedEvents(ctx: HandlerContext, order: ServiceOrder, partition: numbe
   return { events, effects };
 }
 
+/**
+ * The snapshot of an order an operator resolved as delivered: in the sandbox, what its rail would have
+ * handed back; live, the purchase as recorded (the operator's word carries no token of kobo's making).
+ */
+function operatorSnapshot(ctx: HandlerContext, order: ServiceOrder): Record<string, unknown> {
+  const payload = fulfilmentCall(ctx, order, order.dispatchAttempt, 'submit')?.call?.payload ?? {};
+  return operatorDelivery(order.owner, { orderId: order.id, payload, atMs: ctx.nowMs }) ?? deliverySnapshot(ctx, order, { outcome: 'settled', providerReference: order.providerReference, detail: { resolved_by: 'operator' } });
+}
+
 /** Voids a wallet-paid order's hold: the customer's money was never taken. */
 function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[] {
   const payment = ctx.state.payments.get(order.paymentId)!;
@@ -208,43 +215,6 @@ function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[]
     moveTransaction(paymentTxn, { type: 'fail', atMs: ctx.nowMs, code: 'PROVIDER_ERROR' }, { failure, holdStatus: 'released' })!,
     movePayment(payment, { type: 'fail', atMs: ctx.nowMs })!,
   ];
-}
-
-/** The rail's answer to a dispatch (or to a requery after a restart: the same reference, the same answer). */
-export function orderRail(ctx: HandlerContext, cmd: Command & { k: 'order.rail' }): Outcome {
-  const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'fulfilling' || order.dispatchAttempt !== cmd.attempt || isLiveOwner(order.owner)) return stale('order is not awaiting this sandbox dispatch');
-  const answer = railAnswer(recipientOf(order), cmd.attempt);
-  switch (answer) {
-    case 'delivered':
-      return { events: deliveredEvents(ctx, order, 'rail.delivered'), reply: done };
-    case 'failed': {
-      const failed = failedEvents(ctx, order, cmd.partition, 'rail.failed', 'The fulfilment rail refused the purchase.');
-      return { events: failed.events, reply: done, effects: failed.effects };
-    }
-    case 'funding_failed': {
-      const failed = failedEvents(ctx, order, cmd.partition, 'rail.funding_failed', 'The rail could not fund the purchase.');
-      return { events: failed.events, reply: done, effects: failed.effects };
-    }
-    case 'timeout': {
-      const txn = ctx.state.transactions.get(order.transactionId)!;
-      const events = [moveOrder(order, { type: 'rail.timeout', atMs: ctx.nowMs })!, moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs })!];
-      return { events, reply: done, effects: [{ ...later(ctx, order, cmd.partition, { k: 'order.reconcile', id: order.id }, 0), dueAtMs: ctx.nowMs + REQUERY_AFTER_MS }] };
-    }
-    case 'retry':
-      return { events: [moveOrder(order, { type: 'rail.retry', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.retry', id: order.id }, ctx.railLatencyMs)] };
-    case 'manual':
-      return { events: [moveOrder(order, { type: 'rail.manual', atMs: ctx.nowMs })!], reply: done };
-  }
-}
-
-/** Reconciliation of an unknown order: requery the rail for the same provider_reference. */
-export function reconcileOrder(ctx: HandlerContext, cmd: Command & { k: 'order.reconcile' }): Outcome {
-  const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'unknown' || isLiveOwner(order.owner)) return stale('order is not an unknown sandbox order');
-  const outcome = requeryOutcome(recipientOf(order));
-  assert(outcome === 'delivered', 'fulfilment: the sandbox requery finds purchases delivered');
-  return { events: deliveredEvents(ctx, order, 'reconcile'), reply: done };
 }
 
 export function retryOrder(ctx: HandlerContext, cmd: Command & { k: 'order.retry' }): Outcome {

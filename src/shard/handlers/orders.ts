@@ -3,19 +3,18 @@
 // Invariant: an order has a service transaction (ledger truth) and a payment with its own transaction;
 // a wallet-paid order's funds are held from creation until the outcome posts or releases them.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { reject } from '../../errors.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { orderMachine, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
-import { COMPLIANCE_DENIED_COST_MINOR } from '../../rails/sandbox-fulfilment.ts';
+import { collectionOpening, screenedBySandbox } from '../../rails/rails.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
 import { checkoutUrl, paymentView, iso } from '../views.ts';
 import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
-import { collectionCall, methodsFor, sandboxAccountNumber } from './payments.ts';
+import { collectionCall, methodsFor } from './payments.ts';
 import { moveTransaction, newTransaction, movePayment, releaseUsage } from './transactions.ts';
 import type { FailureCode, TransactionEvent } from '../../../machines/transaction.machine.ts';
 import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
@@ -87,7 +86,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   const customer = customerFor(ctx, cmd, req.customerId);
   if (isRejection(customer)) return rejected(customer);
   // Screening runs first: a blocked order is refused whatever else is wrong with it.
-  if (req.providerCostMinor === COMPLIANCE_DENIED_COST_MINOR && !isLiveOwner(cmd.owner)) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
+  if (screenedBySandbox(cmd.owner, 'order', req.providerCostMinor)) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
   const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
   const recipient = orderRecipient(svc, req, req.validationSnapshot ?? null);
@@ -114,12 +113,12 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
 
   const orderId = ctx.mintId();
   const paymentId = ctx.mintId();
-  // Live: the collection goes to the operator's connector; kobo's sandbox instructions and page are not used.
-  const liveRail = isLiveOwner(cmd.owner) && req.paymentMethod !== 'wallet';
   const base = { owner: cmd.owner, customerId: customer.id, amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency };
   const serviceTxn = newTransaction(ctx, { ...base, type: 'service', feeMinor: pricing.feeMinor, reference: orderId, paymentId: null });
   serviceTxn.orderId = orderId;
   const paymentTxn = newTransaction(ctx, { ...base, type: 'payment', feeMinor: 0, reference: orderId, paymentId });
+  // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
+  const opening = req.paymentMethod === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method: req.paymentMethod, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: 86_400_000, mintId: ctx.mintId });
   const payment: Payment = {
     id: paymentId,
     owner: cmd.owner,
@@ -132,10 +131,8 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
     currency: pricing.sourceCurrency,
     reference: orderId,
     walletId: wallet.id,
-    instructions: req.paymentMethod === 'bank_transfer' && !liveRail
-      ? { bankName: 'Kobo Sandbox Bank', bankCode: '999', accountNumber: sandboxAccountNumber(paymentId), accountName: `KOBO/${customer.name}`.slice(0, 64), reference: `KOBO-${paymentId.slice(-10)}`, expiresAtMs: ctx.nowMs + 86_400_000 }
-      : null,
-    ...(req.paymentMethod === 'card' && !liveRail ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
+    instructions: opening?.instructions ?? null,
+    ...(opening?.checkoutToken === undefined ? {} : { checkoutToken: opening.checkoutToken }),
     orderId,
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
@@ -202,7 +199,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
       paymentMoved,
     );
   }
-  if (liveRail) {
+  if (req.paymentMethod !== 'wallet' && opening === null) {
     const call = collectionCall(ctx, payment, customer, paymentTxn.attempt, 'submit');
     assert(call !== null, 'orders: a selectable live method has a connector');
     effects.push(call);

@@ -3,7 +3,7 @@
 // or the sandbox helpers); wallet holds the amount at once and the rail posts or voids the hold.
 // Invariant: settlement credits the wallet net of fee and the fee account with the fee, both from clearing.
 import assert from 'node:assert/strict';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry, methodRules, type MethodRule } from '../../catalogue/countries.ts';
 import { collectionFeeMinor } from '../../catalogue/limits.ts';
@@ -14,7 +14,8 @@ import type { Command } from '../protocol.ts';
 import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { paymentView } from '../views.ts';
 import {
-  connectorCall,
+  railEffect,
+  effectsOf,
   accessRejection,
   customerFor,
   isRejection,
@@ -33,7 +34,8 @@ import {
 import { openWallet } from './customers.ts';
 import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
 import { dispatchEvents } from './fulfilment.ts';
-import { isLiveOwner, liveConnectorFor, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
+import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
+import { collectionOpening } from '../../rails/rails.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 
 /** How long bank-transfer instructions stay payable. */
@@ -80,12 +82,6 @@ function methodRejection(customer: Customer, method: string, amountMinor: number
   return null;
 }
 
-/** A stable sandbox virtual account number for a payment: ten digits from its id. */
-export function sandboxAccountNumber(paymentId: string): string {
-  const digest = createHash('sha256').update(paymentId).digest();
-  return String(digest.readUInt32BE(0) % 1_000_000_000).padStart(10, '9');
-}
-
 export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.create' }): Outcome {
   const body = cmd.body;
   const customer = customerFor(ctx, cmd, body.customerId);
@@ -124,8 +120,6 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   if (over !== null) return rejected(over);
 
   const paymentId = ctx.mintId();
-  // A live collection goes to the operator's connector; kobo's sandbox instructions and page are not used.
-  const liveRail = isLiveOwner(cmd.owner) && method !== 'wallet';
   const feeMinor = method === 'wallet' ? 0 : collectionFeeMinor(method, body.currency, body.amountMinor);
   const txn = newTransaction(ctx, {
     owner: cmd.owner,
@@ -137,6 +131,8 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     reference: body.reference,
     paymentId,
   });
+  // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
+  const opening = method === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: INSTRUCTIONS_TTL_MS, mintId: ctx.mintId });
   const payment: Payment = {
     id: paymentId,
     owner: cmd.owner,
@@ -149,19 +145,8 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     currency: body.currency,
     reference: body.reference,
     walletId,
-    instructions:
-      method === 'bank_transfer' && !liveRail
-        ? {
-            bankName: 'Kobo Sandbox Bank',
-            bankCode: '999',
-            accountNumber: sandboxAccountNumber(paymentId),
-            accountName: `KOBO/${customer.name}`.slice(0, 64),
-            reference: `KOBO-${paymentId.slice(-10)}`,
-            expiresAtMs: ctx.nowMs + INSTRUCTIONS_TTL_MS,
-          }
-        : null,
-    // Derived from a minted id (random in production, fixed in replay tests): handlers stay pure.
-    ...(method === 'card' && !liveRail ? { checkoutToken: createHash('sha256').update(ctx.mintId()).digest('hex').slice(0, 32) } : {}),
+    instructions: opening?.instructions ?? null,
+    ...(opening?.checkoutToken === undefined ? {} : { checkoutToken: opening.checkoutToken }),
     ...(method === 'mobile_money' ? { promptPhone: customer.phone } : {}),
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
@@ -172,7 +157,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     events.push(...holdEvents(ctx, payment, txn));
     effects.push(railSettle(ctx, cmd, payment.id, txn.attempt));
   }
-  if (liveRail) {
+  if (method !== 'wallet' && opening === null) {
     const call = collectionCall(ctx, payment, customer, txn.attempt, 'submit');
     assert(call !== null, 'payments: a selectable live method has a connector');
     effects.push(call);
@@ -318,17 +303,16 @@ function tokensEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** A live collection call to the connector serving the method (null when none does). */
+/** A collection call to the rail serving the method (null when none does). */
 export function collectionCall(ctx: HandlerContext, payment: Payment, customer: Customer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
-  const connector = liveConnectorFor('collection', { method: payment.method, country: customer.countryCode, currency: payment.currency });
-  if (connector === undefined) return null;
+  const scope = { method: payment.method, country: customer.countryCode, currency: payment.currency };
   const payload = op === 'requery' ? {} : {
     method: payment.method,
     amount_minor: payment.amountMinor,
     currency: payment.currency,
     customer: { id: customer.id, name: customer.name, email: customer.email, phone: customer.phone, country: customer.countryCode },
   };
-  return connectorCall(ctx, { kind: 'collection', connector: connector.name, id: payment.id, owner: payment.owner, attempt, op, payload, dueAtMs });
+  return railEffect(ctx, { owner: payment.owner, kind: 'collection', scope }, { id: payment.id, attempt, op, payload, dueAtMs });
 }
 
 /**
@@ -342,8 +326,8 @@ export function collectionAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   if (payment === undefined || answer === null || !isLiveOwner(payment.owner) || payment.method === 'wallet') return stale('no live collection by that reference');
   const customer = ctx.state.customers.get(payment.customerId)!;
   const txn = ctx.state.transactions.get(payment.transactionId)!;
-  const again = (op: RailOp, dueAtMs?: number): Effect[] => [collectionCall(ctx, payment, customer, txn.attempt, op, dueAtMs)].filter((e): e is Effect => e !== null);
-  if (cmd.connector !== undefined && again('requery')[0]?.call?.connector !== cmd.connector) return stale('this collection is not served by that connector');
+  const again = (op: RailOp, dueAtMs?: number): Effect[] => effectsOf(collectionCall(ctx, payment, customer, txn.attempt, op, dueAtMs));
+  if (cmd.connector !== undefined && again('requery')[0]?.call?.rail !== cmd.connector) return stale('this collection is not served by that connector');
   if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the payment is on attempt ${txn.attempt}`);
   if (payment.status !== 'pending') return stale(`payment is ${payment.status}`);
   const asOwner = { owner: payment.owner, nowMs: ctx.nowMs, partition: cmd.partition, customerScope: null };

@@ -1,16 +1,49 @@
-// Applies a live rail's answer (a connector's response to submit/requery, or its signed callback) to
-// the entity it names. Runs inside shard workers; the answer arrived as a command after commit.
+// Applies a rail's answer (the sandbox rail's, a connector's response to submit/requery, or its signed
+// callback) to the entity it names. Runs inside shard workers; the answer arrived as a command after commit.
 // Invariant: an answer for another attempt, or for an entity that moved on, changes nothing
-// (replayed and duplicated callbacks are harmless); only `live:` entities take connector answers.
+// (replayed and duplicated callbacks are harmless); a connector answers only for entities it serves.
 import { reject } from '../../errors.ts';
+import { answerAtOnce } from '../../rails/rails.ts';
+import type { RailCall } from '../../rails/rail.ts';
 import type { Command } from '../protocol.ts';
 import { rejected, type HandlerContext, type Outcome } from './common.ts';
-import { payoutAnswer } from './transfers.ts';
-import { collectionAnswer } from './payments.ts';
-import { fulfilmentAnswer } from './fulfilment.ts';
+import { payoutAnswer, payoutCall } from './transfers.ts';
+import { collectionAnswer, collectionCall } from './payments.ts';
+import { fulfilmentAnswer, fulfilmentCall } from './fulfilment.ts';
 
-export function railAnswered(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
-  if (cmd.answer === null) return rejected(reject('VALIDATION', 'rail.answer carries no answer.'));
+/** The request this answer is due for, as the entity's rail would be asked it now. */
+function requestOf(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): RailCall | undefined {
+  if (cmd.phase === 'callback') return undefined;
+  const op = cmd.phase;
+  switch (cmd.kind) {
+    case 'payout': {
+      const transfer = ctx.state.transfers.get(cmd.id);
+      return transfer === undefined ? undefined : payoutCall(ctx, transfer, cmd.attempt, op)?.call;
+    }
+    case 'fulfilment': {
+      const order = ctx.state.orders.get(cmd.id);
+      return order === undefined ? undefined : fulfilmentCall(ctx, order, cmd.attempt, op)?.call;
+    }
+    case 'collection': {
+      const payment = ctx.state.payments.get(cmd.id);
+      const customer = payment === undefined ? undefined : ctx.state.customers.get(payment.customerId);
+      return payment === undefined || customer === undefined ? undefined : collectionCall(ctx, payment, customer, cmd.attempt, op)?.call;
+    }
+    default:
+      return undefined;
+  }
+}
+
+export function railAnswered(ctx: HandlerContext, received: Command & { k: 'rail.answer' }): Outcome {
+  let cmd = received;
+  if (cmd.answer === null) {
+    // The sandbox rail is pure: its answer is taken here, at the instant it is due (after the simulated
+    // latency), exactly as the worker would have taken it — and a replayed command gets the same one.
+    const request = requestOf(ctx, cmd);
+    const answer = request === undefined ? null : answerAtOnce(request, ctx.nowMs);
+    if (answer === null) return rejected(reject('VALIDATION', 'rail.answer carries no answer.'));
+    cmd = { ...cmd, answer };
+  }
   switch (cmd.kind) {
     case 'payout':
       return payoutAnswer(ctx, cmd);

@@ -1,25 +1,37 @@
-// Rail work in flight lives in state, not in timers: after recovery, these are the commands that
-// re-issue it (a wallet debit awaiting the rail, a transfer to submit, a payout to requery).
+// Rail work in flight lives in state, not in timers: after recovery, these are the commands and rail
+// calls that re-issue it (a wallet debit awaiting the rail, a transfer to submit, a payout to requery).
 // Runs inside shard workers at start-up. Rails dedupe by reference, so re-asking never pays twice.
 // Invariant: every entity waiting on a rail gets exactly one follow-up command.
-import { payoutOutcome } from '../../rails/sandbox-payout.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
+import { resumeOp } from '../../rails/rails.ts';
+import type { RailOp } from '../../rails/rail.ts';
 import type { PartitionState } from '../state.ts';
 import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from './common.ts';
 import { creditEffect, payoutCall } from './transfers.ts';
 import { collectionCall } from './payments.ts';
 import { fulfilmentCall } from './fulfilment.ts';
 
+/**
+ * A call in flight when the process stopped, asked again: a connector is requeried about the same
+ * reference; the sandbox (no memory) is sent the same request, which gets the same answer.
+ */
+function askAgain(make: (op: RailOp) => Effect | null, afterMs: number): Effect | null {
+  const probe = make('requery');
+  if (probe?.call === undefined) return null;
+  const effect = resumeOp(probe.call.rail) === 'requery' ? probe : make('submit');
+  return effect === null ? null : { ...effect, afterMs };
+}
+
 export function resumeEffects(state: PartitionState, railLatencyMs: number): Effect[] {
   const effects: Effect[] = [];
   const base = (owner: string, atMs: number) => ({ owner, nowMs: atMs, partition: state.partition });
-  const liveCtx = (nowMs: number): HandlerContext => ({ state, nowMs, mintId: () => '', railLatencyMs });
+  const ctxAt = (nowMs: number): HandlerContext => ({ state, nowMs, mintId: () => '', railLatencyMs });
   for (const payment of state.payments.values()) {
     if (isLiveOwner(payment.owner) && payment.method !== 'wallet' && payment.status === 'pending') {
       // Ask the connector once about the collection (it may have settled while kobo was down).
       const customer = state.customers.get(payment.customerId);
       const attempt = state.transactions.get(payment.transactionId)?.attempt ?? 1;
-      const call = customer === undefined ? null : collectionCall(liveCtx(payment.updatedAtMs), payment, customer, attempt, 'requery');
+      const call = customer === undefined ? null : collectionCall(ctxAt(payment.updatedAtMs), payment, customer, attempt, 'requery');
       if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
       continue;
     }
@@ -42,23 +54,16 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
         effects.push(creditEffect({ state, nowMs: transfer.updatedAtMs, mintId: () => '', railLatencyMs }, at, transfer, beneficiary));
         continue;
       }
-      // A live payout is never answered by the sandbox rail: its connector is asked about the same
-      // reference (it may have decided while kobo was down); no connector left → nothing to ask.
-      if (isLiveOwner(transfer.owner)) {
-        const call = payoutCall(liveCtx(transfer.updatedAtMs), transfer, state.transactions.get(transfer.transactionId)?.attempt ?? 1, 'requery');
-        if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
-        continue;
-      }
-      const outcome = beneficiary === undefined ? 'timeout' : payoutOutcome(beneficiary.accountNumber);
-      effects.push({ afterMs: railLatencyMs, cmd: { k: 'transfer.rail', id: transfer.id, outcome, ...at } });
+      // A payout's rail is asked about the same reference (it may have decided while kobo was down);
+      // a live payout no connector serves any more has nothing to ask.
+      const ctx = ctxAt(transfer.updatedAtMs);
+      const attempt = state.transactions.get(transfer.transactionId)?.attempt ?? 1;
+      const call = askAgain((op) => payoutCall(ctx, transfer, attempt, op), railLatencyMs);
+      if (call !== null) effects.push(call);
     } else if (transfer.status === 'unknown') {
       // The requery stays due where it was: REQUERY_AFTER_MS after the timeout, on the owner's clock.
-      if (isLiveOwner(transfer.owner)) {
-        const call = payoutCall(liveCtx(transfer.updatedAtMs), transfer, state.transactions.get(transfer.transactionId)?.attempt ?? 1, 'requery', transfer.updatedAtMs + REQUERY_AFTER_MS);
-        if (call !== null) effects.push(call);
-        continue;
-      }
-      effects.push({ afterMs: railLatencyMs, dueAtMs: transfer.updatedAtMs + REQUERY_AFTER_MS, cmd: { k: 'transfer.reconcile', id: transfer.id, ...at } });
+      const call = payoutCall(ctxAt(transfer.updatedAtMs), transfer, state.transactions.get(transfer.transactionId)?.attempt ?? 1, 'requery', transfer.updatedAtMs + REQUERY_AFTER_MS);
+      if (call !== null) effects.push(call);
     }
   }
   for (const order of state.orders.values()) {
@@ -72,24 +77,18 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
       case 'awaiting_payment':
         if (payment?.method === 'wallet') effects.push({ afterMs: 0, cmd: { k: 'order.paid', id: order.id, ...at } });
         break;
-      case 'fulfilling':
-        if (isLiveOwner(order.owner)) {
-          // Ask the connector about the purchase already sent (same reference): never a second purchase.
-          const call = fulfilmentCall(liveCtx(order.updatedAtMs), order, order.dispatchAttempt, 'requery');
-          if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
-          break;
-        }
-        // Ask the rail about the purchase already dispatched (same attempt, same reference): no second purchase.
-        effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.rail', id: order.id, attempt: order.dispatchAttempt, ...at } });
+      case 'fulfilling': {
+        // Ask the rail about the purchase already dispatched (same attempt, same reference): never a second purchase.
+        const ctx = ctxAt(order.updatedAtMs);
+        const call = askAgain((op) => fulfilmentCall(ctx, order, order.dispatchAttempt, op), railLatencyMs);
+        if (call !== null) effects.push(call);
         break;
-      case 'unknown':
-        if (isLiveOwner(order.owner)) {
-          const call = fulfilmentCall(liveCtx(order.updatedAtMs), order, order.dispatchAttempt, 'requery', order.updatedAtMs + REQUERY_AFTER_MS);
-          if (call !== null) effects.push(call);
-          break;
-        }
-        effects.push({ afterMs: railLatencyMs, dueAtMs: order.updatedAtMs + REQUERY_AFTER_MS, cmd: { k: 'order.reconcile', id: order.id, ...at } });
+      }
+      case 'unknown': {
+        const call = fulfilmentCall(ctxAt(order.updatedAtMs), order, order.dispatchAttempt, 'requery', order.updatedAtMs + REQUERY_AFTER_MS);
+        if (call !== null) effects.push(call);
         break;
+      }
       case 'retry_required':
         effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.retry', id: order.id, ...at } });
         break;

@@ -10,14 +10,14 @@ import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts
 import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
-import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, requeryOutcome } from '../../rails/sandbox-payout.ts';
-import { isLiveOwner, liveConnectorFor } from '../../rails/coverage.ts';
+import { screenedBySandbox } from '../../rails/rails.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
 import {
-  connectorCall,
+  effectsOf,
+  railEffect,
   accessRejection,
   customerFor,
   isRejection,
@@ -93,7 +93,7 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
     return reject('VALIDATION', 'beneficiary_id does not name a verified beneficiary of this customer.');
   }
   // A sandbox magic value: live screening belongs to the operator's rail, never to an amount.
-  if (b.amountMinor === COMPLIANCE_DENIED_AMOUNT_MINOR && !isLiveOwner(cmd.owner)) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
+  if (screenedBySandbox(cmd.owner, 'transfer', b.amountMinor)) return reject('COMPLIANCE_DENIED', 'Screening blocked this transfer; do not retry.', 422);
   const noRail = payoutRailRejection(cmd.owner, beneficiary.type, beneficiary.country, beneficiary.currency);
   if (noRail !== null) return noRail;
   if (beneficiary.type === 'wallet' && (beneficiary.currency !== b.currency || b.quoteId !== null)) {
@@ -216,10 +216,8 @@ export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
   const reference = `PAYOUT-${transfer.id.slice(-12)}-${txn.attempt}`;
   const events = [moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs }), moveTransfer(transfer, { type: 'submit', atMs: ctx.nowMs }, reference)];
   assert(events[0] !== null && events[1] !== null, 'transfers: a pending transfer accepts submit');
-  let effect: Effect;
-  if (beneficiary.type === 'wallet') effect = creditEffect(ctx, cmd, transfer, beneficiary);
-  else if (isLiveOwner(transfer.owner)) effect = payoutCall(ctx, transfer, txn.attempt, 'submit')!;
-  else effect = after(ctx, cmd, { k: 'transfer.rail', id: transfer.id, outcome: payoutOutcome(beneficiary.accountNumber) }, ctx.railLatencyMs);
+  const effect = beneficiary.type === 'wallet' ? creditEffect(ctx, cmd, transfer, beneficiary) : payoutCall(ctx, transfer, txn.attempt, 'submit');
+  assert(effect !== null, 'transfers: a payout rail was checked to serve this beneficiary');
   return { events: events as WalEvent[], reply: () => okReply(200, {}), effects: [effect] };
 }
 
@@ -292,33 +290,6 @@ function settleEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction,
   return [{ t: 'ledger', ops, atMs: ctx.nowMs }, moved, transferMoved, outboxEvent(ctx, 'transfer.completed', txn, { status: 'completed', transfer_id: transfer.id })];
 }
 
-/** The payout rail's answer: completed posts the hold, failed voids it, timeout leaves it held (unknown). */
-export function railAnswer(ctx: HandlerContext, cmd: Command & { k: 'transfer.rail' }): Outcome {
-  const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'processing') return stale('transfer is not awaiting the rail');
-  const { transfer, txn } = found;
-  const reply = (): ReturnType<typeof okReply> => okReply(200, {});
-  if (cmd.outcome === 'completed') return { events: settleEvents(ctx, transfer, txn, false), reply };
-  if (cmd.outcome === 'failed') {
-    const events = failEvents(ctx, txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The payout rail rejected the transfer.' }, 'fail');
-    assert(events !== null, 'transfers: a processing transaction accepts fail');
-    return { events, reply };
-  }
-  const moved = moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs });
-  const transferMoved = moveTransfer(transfer, { type: 'timeout', atMs: ctx.nowMs });
-  assert(moved !== null && transferMoved !== null, 'transfers: processing accepts timeout');
-  return { events: [moved, transferMoved], reply, effects: [{ ...after(ctx, cmd, { k: 'transfer.reconcile', id: transfer.id }, 0), dueAtMs: ctx.nowMs + REQUERY_AFTER_MS }] };
-}
-
-/** Reconciliation of an unknown transfer: requery the rail; never resubmit. */
-export function reconcileTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.reconcile' }): Outcome {
-  const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'unknown') return stale('transfer is not unknown');
-  const outcome = requeryOutcome();
-  assert(outcome === 'completed');
-  return { events: settleEvents(ctx, found.transfer, found.txn, true), reply: () => okReply(200, {}) };
-}
-
 /** Retry of a failed transfer: the funds are held again at once (pending means held), then resubmitted. */
 export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
   const transfer = ctx.state.transfers.get(txn.transferId!)!;
@@ -351,21 +322,20 @@ export function ackOutbox(ctx: HandlerContext, cmd: Command & { k: 'outbox.ack' 
 }
 
 /**
- * A live payout call to the connector serving the beneficiary (null when none does): submit carries
- * the payout; requery asks about the same reference. `dueAtMs` defers it on the owner's clock.
+ * A payout call to the rail serving the beneficiary (null when none does): submit carries the payout;
+ * requery asks about the same reference. `dueAtMs` defers it on the owner's clock.
  */
 export function payoutCall(ctx: HandlerContext, transfer: Transfer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
   const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
   if (beneficiary === undefined || beneficiary.type === 'wallet') return null;
-  const connector = liveConnectorFor('payout', { method: beneficiary.type, country: beneficiary.country, currency: beneficiary.currency });
-  if (connector === undefined) return null;
+  const scope = { method: beneficiary.type, country: beneficiary.country, currency: beneficiary.currency };
   const payload = op === 'requery' ? {} : {
     amount_minor: transfer.destinationAmountMinor,
     currency: transfer.destinationCurrency,
     beneficiary: { type: beneficiary.type, country: beneficiary.country, bank_code: beneficiary.bankCode, account_number: beneficiary.accountNumber, account_name: beneficiary.accountName },
     narration: transfer.narration,
   };
-  return connectorCall(ctx, { kind: 'payout', connector: connector.name, id: transfer.id, owner: transfer.owner, attempt, op, payload, dueAtMs });
+  return railEffect(ctx, { owner: transfer.owner, kind: 'payout', scope }, { id: transfer.id, attempt, op, payload, dueAtMs });
 }
 
 /** An unknown payout the rail reports failed after all: the hold is voided and the money stays home. */
@@ -385,7 +355,7 @@ function reconciledFailedEvents(ctx: HandlerContext, transfer: Transfer, txn: Tr
 }
 
 /**
- * A live payout rail's answer (response or callback). settled → completed (hold posted); failed →
+ * A payout rail's answer (sandbox, connector response or callback). settled → completed (hold posted); failed →
  * failed (hold voided); no trustworthy answer → unknown, requeried on the owner's clock; accepted →
  * waits for the callback (with a requery as the safety net); not_found on requery → resubmitted with
  * the same reference; retryable → the same request again later.
@@ -393,21 +363,21 @@ function reconciledFailedEvents(ctx: HandlerContext, transfer: Transfer, txn: Tr
 export function payoutAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
   const found = internal(ctx, cmd.id);
   const answer = cmd.answer;
-  if (found === null || answer === null || !isLiveOwner(found.transfer.owner)) return stale('no live payout by that reference');
+  if (found === null || answer === null) return stale('no payout by that reference');
   const { transfer, txn } = found;
   const call = payoutCall(ctx, transfer, txn.attempt, 'requery');
-  if (cmd.connector !== undefined && call?.call?.connector !== cmd.connector) return stale('this payout is not served by that connector');
+  if (cmd.connector !== undefined && call?.call?.rail !== cmd.connector) return stale('this payout is not served by that connector');
   if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the transfer is on attempt ${txn.attempt}`);
   const status = transfer.status;
   if (status !== 'processing' && status !== 'unknown') return stale(`transfer is ${status}`);
   const reply = (): ReturnType<typeof okReply> => okReply(200, { transfer_id: transfer.id, status });
-  const requeryAt = (atMs: number): Effect[] => [payoutCall(ctx, transfer, txn.attempt, 'requery', atMs)].filter((e): e is Effect => e !== null);
+  const requeryAt = (atMs: number): Effect[] => effectsOf(payoutCall(ctx, transfer, txn.attempt, 'requery', atMs));
   switch (answer.outcome) {
     case 'settled':
       return { events: settleEvents(ctx, transfer, txn, status === 'unknown'), reply };
     case 'failed': {
       if (status === 'unknown') return { events: reconciledFailedEvents(ctx, transfer, txn, answer.failureCode), reply };
-      const events = failEvents(ctx, txn, { code: railFailureCode(answer.failureCode), stage: 'payout', message: `The payout rail failed the payout (${answer.failureCode}).` }, 'fail');
+      const events = failEvents(ctx, txn, { code: railFailureCode(answer.failureCode), stage: 'payout', message: answer.message ?? `The payout rail failed the payout (${answer.failureCode}).` }, 'fail');
       assert(events !== null, 'transfers: a processing transaction accepts fail');
       return { events, reply };
     }
@@ -429,10 +399,8 @@ export function payoutAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answ
     case 'accepted':
       return { events: [], reply, effects: cmd.phase === 'callback' ? [] : requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
     case 'not_found':
-      return { events: [], reply, effects: [payoutCall(ctx, transfer, txn.attempt, 'submit')].filter((e): e is Effect => e !== null) };
-    case 'retryable': {
-      const again = payoutCall(ctx, transfer, txn.attempt, cmd.phase === 'requery' ? 'requery' : 'submit', ctx.nowMs + RAIL_RETRY_AFTER_MS);
-      return { events: [], reply, effects: again === null ? [] : [again] };
-    }
+      return { events: [], reply, effects: effectsOf(payoutCall(ctx, transfer, txn.attempt, 'submit')) };
+    case 'retryable':
+      return { events: [], reply, effects: effectsOf(payoutCall(ctx, transfer, txn.attempt, cmd.phase === 'requery' ? 'requery' : 'submit', ctx.nowMs + RAIL_RETRY_AFTER_MS)) };
   }
 }
