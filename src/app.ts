@@ -223,7 +223,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   setConnectors(config.connectors.map(coverageOf));
   // Lookups that move no money (account names, recipients, FX rates) are asked from the main thread.
   let publicUrl = config.publicUrl;
-  setLiveRails(config.connectors.map((c) => connectorRail(c, () => publicUrl)));
+  setLiveRails(config.connectors.map((c) => connectorRail(c, () => publicUrl, (sample) => metrics.connectorCall(sample))));
   const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 }, connectors: new Map(config.connectors.map((c) => [c.name, c])) };
   const router = new Router();
   router.add([
@@ -238,7 +238,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...serviceCatalogueRoutes(deps),
     ...webhookRoutes({ store: webhookStore, dispatcher, clocks, subscriptionsMax: config.webhookSubscriptionsMax, urlPolicy: { livePorts: config.webhookLivePorts } }),
     ...testHelperRoutes(deps),
-    ...connectorRoutes(deps, config.connectors),
+    ...connectorRoutes(deps, config.connectors, (connector, result) => metrics.connectorCallback(connector, result)),
   ]);
   let openApiJson = '';
   router.add([openApiRoute(() => openApiJson)]);

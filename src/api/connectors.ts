@@ -16,6 +16,16 @@ const KINDS: readonly RailKind[] = ['collection', 'payout', 'fulfilment'];
 
 const CallbackAck = Type.Object({ received: Type.Boolean(), applied: Type.Boolean(), reference: Type.String() });
 
+/** Counts a callback as accepted (verified, answered 200) or rejected, by connector. */
+export type CallbackObserver = (connector: string, result: 'accepted' | 'rejected') => void;
+
+async function observed(connectors: ReadonlyMap<string, ConnectorConfig>, ctx: RequestContext, observe: CallbackObserver, reply: Promise<Reply>): Promise<Reply> {
+  const answered = await reply;
+  const name = ctx.params.name ?? '';
+  observe(connectors.has(name) ? name : 'unknown', answered.status === 200 ? 'accepted' : 'rejected');
+  return answered;
+}
+
 async function callback(deps: ApiDeps, connectors: ReadonlyMap<string, ConnectorConfig>, ctx: RequestContext): Promise<Reply> {
   const connector = connectors.get(ctx.params.name ?? '');
   if (connector === undefined) return errorOf(reject('NOT_FOUND', 'No such connector.'));
@@ -49,7 +59,7 @@ async function callback(deps: ApiDeps, connectors: ReadonlyMap<string, Connector
   return { status: 200, json: JSON.stringify({ data: { received: true, applied: reply.status === 200, reference: `${reference.entityId}:${reference.attempt}` } }) };
 }
 
-export function connectorRoutes(deps: ApiDeps, connectors: readonly ConnectorConfig[]): RouteDef[] {
+export function connectorRoutes(deps: ApiDeps, connectors: readonly ConnectorConfig[], observe: CallbackObserver = () => {}): RouteDef[] {
   const byName = new Map(connectors.map((c) => [c.name, c]));
   return [
     {
@@ -60,7 +70,7 @@ export function connectorRoutes(deps: ApiDeps, connectors: readonly ConnectorCon
       family: 'connectors',
       response: CallbackAck,
       errors: ['VALIDATION', 'UNAUTHENTICATED', 'NOT_FOUND'],
-      handle: (ctx) => callback(deps, byName, ctx),
+      handle: (ctx) => observed(byName, ctx, observe, callback(deps, byName, ctx)),
     },
   ];
 }

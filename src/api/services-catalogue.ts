@@ -29,7 +29,9 @@ import { checkRecipient } from '../catalogue/services-recipient.ts';
 import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveAccess, serviceDefinition, type CustomerProfile } from '../catalogue/services-resolve.ts';
 import { reject, type Rejection } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
-import { lookupAccount, railDown, setRailDown } from '../rails/sandbox-services.ts';
+import { railDown, setRailDown } from '../rails/sandbox-services.ts';
+import { lookUp } from '../rails/rails.ts';
+import { randomUUID } from 'node:crypto';
 import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
 import {
   Catalogue,
@@ -307,13 +309,11 @@ async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const { service } = scope.value;
   const inputs = checkRecipient(service, { recipient: accountRef, operatorCode: body.operator_code ?? null, meterType: body.meter_type ?? null, productCode: body.product_code ?? null, missingCode: 'VALIDATION_ERROR' });
   if (isRejection(inputs)) return errorOf(inputs);
-  // The sandbox lookup (and its magic endings) never answers for live recipients; connectors do not
-  // offer recipient lookup in this release.
-  if (isLiveOwner(ctx.owner)) return errorOf(reject('SERVICE_UNAVAILABLE', `Recipient lookup for live ${service.code} is not offered in this release.`));
   const down = railFailure(ctx, service);
   if (down !== null) return down;
   // When the phone check normalised the number, the rail looks up (and the order reuses) that form.
-  const lookup = lookupAccount({ service: service.code, country: service.country, operatorCode: inputs.operatorCode, accountRef: inputs.phone?.normalized ?? accountRef, meterType: inputs.meterType });
+  const lookup = await lookUpRecipient(ctx, service, { operatorCode: inputs.operatorCode, accountRef: inputs.phone?.normalized ?? accountRef, meterType: inputs.meterType });
+  if ('status' in lookup) return lookup;
   if (!lookup.valid) return errorOf(validationError(`The ${service.code} rail rejected ${accountRef}: ${lookup.reason ?? 'not found'}.`));
   return ok({
     service_code: service.code,
@@ -329,6 +329,30 @@ async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
     phone_validation: inputs.phone,
     validated_at: new Date(ctx.nowMs).toISOString(),
   });
+}
+
+interface Lookup { valid: boolean; customerName: string; address: string; serviceable: boolean; reason: string | null }
+
+/**
+ * The recipient lookup of the rail serving the service (rails.ts: the sandbox's simulator, or a live
+ * connector declaring `resolve` for it). No rail → 422 SERVICE_UNAVAILABLE; no answer → 502 PROVIDER_FAILURE.
+ */
+async function lookUpRecipient(ctx: RequestContext, service: MarketService, input: { operatorCode: string | null; accountRef: string; meterType: string | null }): Promise<Lookup | Reply> {
+  const account = { type: 'service', service_code: service.code, country: service.country, operator_code: input.operatorCode, account_ref: input.accountRef, meter_type: input.meterType };
+  const answer = await lookUp(ctx.owner, 'resolve', { service: service.code, country: service.country }, `resolve-${randomUUID()}`, { account }, ctx.nowMs);
+  if (answer === null) return errorOf(reject('SERVICE_UNAVAILABLE', `Recipient lookup for live ${service.code} in ${service.country} is not offered: no connector serves it (${NO_LIVE_CONNECTOR}).`));
+  if (answer.outcome === 'failed') return { valid: false, customerName: '', address: '', serviceable: false, reason: answer.failureCode };
+  if (answer.outcome !== 'settled' || typeof answer.detail?.account_name !== 'string') {
+    return errorOf(reject('PROVIDER_FAILURE', `The ${service.code} lookup rail did not answer; retry shortly.`));
+  }
+  const d = answer.detail;
+  return {
+    valid: true,
+    customerName: String(d.account_name).slice(0, 128),
+    address: typeof d.address === 'string' ? d.address.slice(0, 256) : '',
+    serviceable: d.serviceable !== false,
+    reason: typeof d.reason === 'string' ? d.reason.slice(0, 64) : null,
+  };
 }
 
 function switchRail(ctx: RequestContext): Reply {

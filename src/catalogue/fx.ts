@@ -45,7 +45,11 @@ export function midRate(from: string, to: string): Rate {
 
 /** The customer's rate: mid less the spread. */
 export function customerRate(from: string, to: string): Rate {
-  const mid = midRate(from, to);
+  return customerRateAt(midRate(from, to));
+}
+
+/** The customer's rate at a given mid (the reference table's, or a live FX connector's). */
+export function customerRateAt(mid: Rate): Rate {
   return { num: mid.num * (10_000n - SPREAD_BPS), den: mid.den * 10_000n };
 }
 
@@ -83,15 +87,14 @@ export function formatRate(rate: Rate): string {
  * What a customer paying in `source` is charged for `amountMinor` of `destination`: at mid plus the
  * spread, rounded up (ceil), so the house never delivers value it was not paid for.
  */
-export function costInSourceMinor(amountMinor: number, destination: string, source: string): { amountMinor: number; rate: Rate } {
-  const cost = costInSourceMinorChecked(amountMinor, destination, source);
+export function costInSourceMinor(amountMinor: number, destination: string, source: string, mid?: Rate): { amountMinor: number; rate: Rate } {
+  const cost = costInSourceMinorChecked(amountMinor, destination, source, mid);
   if (cost === null) throw new RangeError('fx: converted amount exceeds the safe integer range');
   return cost;
 }
 
 /** costInSourceMinor, or null when the cost would pass Number.MAX_SAFE_INTEGER (callers reject it). */
-export function costInSourceMinorChecked(amountMinor: number, destination: string, source: string): { amountMinor: number; rate: Rate } | null {
-  const mid = midRate(destination, source);
+export function costInSourceMinorChecked(amountMinor: number, destination: string, source: string, /** units of source per destination; default: the reference table's */ mid: Rate = midRate(destination, source)): { amountMinor: number; rate: Rate } | null {
   const rate: Rate = { num: mid.num * (10_000n + SPREAD_BPS), den: mid.den * 10_000n };
   const expFrom = currencyExponent(destination)!;
   const expTo = currencyExponent(source)!;

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import { signatureProblem, signedHeaders } from '../connectors/signing.ts';
+import { formatRate, midRate, supportsPair } from '../catalogue/fx.ts';
 
 export interface ConnectorOptions {
   port: number;
@@ -23,6 +24,8 @@ export interface ConnectorOptions {
   callbackDelayMs: number;
   /** Fraction (0–1) of other requests failed at random. */
   failRate: number;
+  /** FX rates answered: kobo's reference mid rates moved by this many basis points (may be negative). */
+  fxDriftBps: number;
   /** Name kobo knows this connector by (the callback path segment). */
   name: string;
   log: (line: string) => void;
@@ -48,8 +51,9 @@ interface Decision {
 }
 
 function subjectOf(body: Record<string, unknown>): string {
-  const account = (body.beneficiary ?? body.account) as { account_number?: unknown } | undefined;
+  const account = (body.beneficiary ?? body.account) as { account_number?: unknown; account_ref?: unknown } | undefined;
   if (typeof account?.account_number === 'string') return account.account_number;
+  if (typeof account?.account_ref === 'string') return account.account_ref;
   if (typeof body.recipient === 'string') return body.recipient;
   return String(body.amount_minor ?? '');
 }
@@ -62,10 +66,22 @@ export function startConnector(options: ConnectorOptions): Promise<http.Server> 
     const subject = subjectOf(body).replace(/[\s+-]/g, '');
     const providerReference = `REF-${randomBytes(6).toString('hex').toUpperCase()}`;
     const base = { kind, providerReference, failureCode: null, detail: null, checkoutUrl: null, callbackUrl: typeof body.callback_url === 'string' ? body.callback_url : null };
-    if (subject.endsWith(options.failEnding) || Math.random() < options.failRate) return { ...base, status: 'failed', failureCode: 'PROVIDER_ERROR' };
+    if (kind !== 'fx' && (subject.endsWith(options.failEnding) || Math.random() < options.failRate)) return { ...base, status: 'failed', failureCode: 'PROVIDER_ERROR' };
     if (kind === 'resolutions') {
       const digest = createHash('sha256').update(subject).digest();
-      return { ...base, status: 'settled', detail: { account_name: `${FIRST[digest[0]! % FIRST.length]} ${LAST[digest[1]! % LAST.length]}` } };
+      const name = `${FIRST[digest[0]! % FIRST.length]} ${LAST[digest[1]! % LAST.length]}`;
+      const account = body.account as { type?: unknown } | undefined;
+      // A service recipient (meter, smartcard, phone) also has an address and may be unserviceable.
+      if (account?.type === 'service') return { ...base, status: 'settled', detail: { account_name: name.toUpperCase(), address: `${1 + (digest[2]! % 90)} Marina Road`, serviceable: true, reason: null } };
+      return { ...base, status: 'settled', detail: { account_name: name } };
+    }
+    if (kind === 'fx') {
+      // Rates: kobo's reference table moved by --fx-drift-bps, as a market would have moved it.
+      const from = String(body.from_currency ?? '');
+      const to = String(body.to_currency ?? '');
+      if (!supportsPair(from, to)) return { ...base, status: 'failed', failureCode: 'PROVIDER_ERROR' };
+      const mid = midRate(from, to);
+      return { ...base, status: 'settled', detail: { mid_rate: formatRate({ num: mid.num * BigInt(10_000 + options.fxDriftBps), den: mid.den * 10_000n }) } };
     }
     if (kind === 'collections' || subject.endsWith(options.asyncEnding)) {
       return { ...base, status: 'accepted', checkoutUrl: kind === 'collections' ? `${baseUrl()}/pay/${encodeURIComponent(reference)}` : null };
@@ -152,7 +168,7 @@ export function startConnector(options: ConnectorOptions): Promise<http.Server> 
             void callBack(callbackUrl, reference, decision);
           }, options.callbackDelayMs).unref();
         }
-        if (kind !== 'resolutions' && subjectOf(body).replace(/[\s+-]/g, '').endsWith(options.timeoutEnding)) await sleep(options.timeoutHoldMs);
+        if (kind !== 'resolutions' && kind !== 'fx' && subjectOf(body).replace(/[\s+-]/g, '').endsWith(options.timeoutEnding)) await sleep(options.timeoutHoldMs);
         send(res, 200, wire(reference, decision));
       })();
     });

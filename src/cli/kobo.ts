@@ -198,12 +198,14 @@ program
   .option('--async-ending <digits>', 'ending in this answers accepted, then calls back settled', '9997')
   .option('--callback-delay-ms <ms>', 'delay before an asynchronous callback', (v) => Number(v), 100)
   .option('--fail-rate <fraction>', 'fraction of other requests failed at random', (v) => Number(v), 0)
-  .action(async (opts: { secret: string; port: number; host: string; name: string; latencyMs: number; failEnding: string; timeoutEnding: string; timeoutHoldMs: number; asyncEnding: string; callbackDelayMs: number; failRate: number }) => {
+  .option('--fx-drift-bps <bps>', 'FX mid rates: kobo\'s reference rates moved by this many basis points', (v) => Number(v), 0)
+  .action(async (opts: { secret: string; port: number; host: string; name: string; latencyMs: number; failEnding: string; timeoutEnding: string; timeoutHoldMs: number; asyncEnding: string; callbackDelayMs: number; failRate: number; fxDriftBps: number }) => {
     if (opts.secret.length < 16) throw new Error('--secret must be at least 16 characters');
     for (const [flag, value] of Object.entries({ port: opts.port, latencyMs: opts.latencyMs, timeoutHoldMs: opts.timeoutHoldMs, callbackDelayMs: opts.callbackDelayMs })) {
       if (!Number.isInteger(value) || value < 0) throw new Error(`--${flag} must be an integer ≥ 0`);
     }
     if (!(opts.failRate >= 0 && opts.failRate <= 1)) throw new Error('--fail-rate must be between 0 and 1');
+    if (!Number.isInteger(opts.fxDriftBps) || Math.abs(opts.fxDriftBps) >= 10_000) throw new Error('--fx-drift-bps must be an integer between -9999 and 9999');
     const server = await startConnector({ ...opts, log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`) });
     const stop = (): void => {
       server.close();

@@ -5,6 +5,7 @@
 import type { Rail, RailAnswer, RailKind, RailOp, RailRequest } from '../rails/rail.ts';
 import { CONNECTOR_TIMEOUT_MS_DEFAULT, type ConnectorConfig } from './connector-config.ts';
 import { signatureProblem, signedHeaders } from './signing.ts';
+import type { ConnectorCallSample } from '../metrics/shard-metrics.ts';
 
 /** Connector answers larger than this are not trusted (and not read). */
 export const CONNECTOR_RESPONSE_BYTES_MAX = 64 * 1024;
@@ -36,11 +37,19 @@ export async function callConnector(connector: ConnectorConfig, kind: RailKind, 
   return answerOf(text);
 }
 
-/** A connector as a rail: every request carries the callback address kobo listens on for it. */
-export function connectorRail(connector: ConnectorConfig, publicUrl: () => string): Rail {
+/**
+ * A connector as a rail: every request carries the callback address kobo listens on for it, and each
+ * call is reported to `observe` (metrics) with its outcome and duration.
+ */
+export function connectorRail(connector: ConnectorConfig, publicUrl: () => string, observe: (sample: ConnectorCallSample) => void = () => {}): Rail {
   return {
     name: connector.name,
-    call: (request: RailRequest) => callConnector(connector, request.kind, request.op, request.reference, { ...request.payload, callback_url: `${publicUrl()}/v1/connectors/${connector.name}/callbacks` }),
+    call: async (request: RailRequest) => {
+      const started = performance.now();
+      const answer = await callConnector(connector, request.kind, request.op, request.reference, { ...request.payload, callback_url: `${publicUrl()}/v1/connectors/${connector.name}/callbacks` });
+      observe({ connector: connector.name, kind: request.kind, op: request.op, outcome: answer.outcome, seconds: (performance.now() - started) / 1000 });
+      return answer;
+    },
   };
 }
 

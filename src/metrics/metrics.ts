@@ -1,9 +1,10 @@
 // The server's Prometheus metrics (prom-client, one registry per running app): HTTP requests by route
 // and status with latency, shard queue depth, group commits and fsync latency, WAL records, snapshot
-// duration, webhook deliveries and rail answers by outcome. Main thread; shards report once a second.
+// duration, webhook deliveries, rail answers by outcome, and calls to and callbacks from operator
+// connectors. Main thread; shards report once a second.
 // Invariant: labels are templates and outcomes (never ids or amounts), so series stay bounded.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ShardMetricsMessage } from './shard-metrics.ts';
+import type { ConnectorCallSample, ShardMetricsMessage } from './shard-metrics.ts';
 
 const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
@@ -19,6 +20,9 @@ export class Metrics {
   private readonly snapshotSeconds = new Histogram({ name: 'kobo_snapshot_duration_seconds', help: 'Time to snapshot a shard\'s changed partitions.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly rails = new Counter({ name: 'kobo_rail_calls_total', help: 'Rail answers applied, by rail and outcome.', labelNames: ['rail', 'outcome'] as const, registers: [this.registry] });
   private readonly webhooks = new Counter({ name: 'kobo_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome.', labelNames: ['outcome'] as const, registers: [this.registry] });
+  private readonly connectorCalls = new Counter({ name: 'kobo_connector_calls_total', help: 'Requests to operator connectors, by connector, rail kind, op (submit, requery) and outcome (the answer, or unknown/retryable/terminal).', labelNames: ['connector', 'kind', 'op', 'outcome'] as const, registers: [this.registry] });
+  private readonly connectorSeconds = new Histogram({ name: 'kobo_connector_call_duration_seconds', help: 'Time from a connector request sent to its answer (or timeout), by connector, kind and op.', labelNames: ['connector', 'kind', 'op'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  private readonly connectorCallbacks = new Counter({ name: 'kobo_connector_callbacks_total', help: 'Callbacks from operator connectors: accepted (verified; applied or a harmless duplicate) or rejected (bad signature, stale, malformed).', labelNames: ['connector', 'result'] as const, registers: [this.registry] });
   private readonly workerQueued = new Gauge({ name: 'kobo_shard_worker_queued_commands', help: 'Commands waiting inside a shard worker at its last report.', labelNames: ['shard'] as const, registers: [this.registry] });
 
   constructor(queueDepths: () => readonly number[]) {
@@ -65,6 +69,18 @@ export class Metrics {
       this.rails.inc({ rail: key.slice(0, at), outcome: key.slice(at + 1) }, count);
     }
     this.workerQueued.set({ shard }, message.queued);
+    for (const sample of message.connectorCalls) this.connectorCall(sample);
+  }
+
+  connectorCall(sample: ConnectorCallSample): void {
+    const labels = { connector: sample.connector, kind: sample.kind, op: sample.op };
+    this.connectorCalls.inc({ ...labels, outcome: sample.outcome });
+    this.connectorSeconds.observe(labels, sample.seconds);
+  }
+
+  /** `connector` is a configured name, or `unknown` for a path naming none (the label set stays bounded). */
+  connectorCallback(connector: string, result: 'accepted' | 'rejected'): void {
+    this.connectorCallbacks.inc({ connector, result });
   }
 
   webhook(outcome: string): void {

@@ -23,6 +23,17 @@ export interface ShardMetricsMessage {
   rails: Record<string, number>;
   /** Commands waiting in the shard when the message was posted. */
   queued: number;
+  /** Connector calls made by this shard (at most SHARD_SAMPLES_MAX per message). */
+  connectorCalls: ConnectorCallSample[];
+}
+
+/** One call to an operator's connector: labels are config names and enums, never references. */
+export interface ConnectorCallSample {
+  connector: string;
+  kind: string;
+  op: string;
+  outcome: string;
+  seconds: number;
 }
 
 /** The rail a command answers for and its outcome, or null when the command is not a rail's answer. */
@@ -48,7 +59,7 @@ export class ShardMetrics {
   }
 
   private empty(): ShardMetricsMessage {
-    return { type: 'metrics', shard: this.shard, batchSizes: [], commitSeconds: [], syncSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0 };
+    return { type: 'metrics', shard: this.shard, connectorCalls: [], batchSizes: [], commitSeconds: [], syncSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0 };
   }
 
   commit(commands: number, records: number, seconds: number): void {
@@ -66,6 +77,10 @@ export class ShardMetrics {
   rail(cmd: Command, reply: StoredReply): void {
     const key = railOutcome(cmd, reply);
     if (key !== null) this.message.rails[key] = (this.message.rails[key] ?? 0) + 1;
+  }
+
+  connectorCall(sample: ConnectorCallSample): void {
+    if (this.message.connectorCalls.length < SHARD_SAMPLES_MAX) this.message.connectorCalls.push(sample);
   }
 
   snapshot(seconds: number): void {

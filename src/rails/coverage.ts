@@ -37,14 +37,13 @@ export function setConnectors(list: readonly ConnectorCoverage[]): void {
 const covers = (allowed: readonly string[], value: string | undefined): boolean =>
   allowed.length === 0 || value === undefined || allowed.includes(value);
 
-/** The connector serving this live rail, or undefined when none does. */
-export function liveConnectorFor(kind: RailKind, scope: RailScope): ConnectorCoverage | undefined {
-  return connectors.find((c) =>
-    c.rails.includes(kind)
-    && covers(c.methods, scope.method)
+/** The connector serving this live rail in every scope given (an FX pair: both currencies), or undefined. */
+export function liveConnectorFor(kind: RailKind, ...scopes: RailScope[]): ConnectorCoverage | undefined {
+  return connectors.find((c) => c.rails.includes(kind) && scopes.every((scope) =>
+    covers(c.methods, scope.method)
     && covers(c.countries, scope.country)
     && covers(c.currencies, scope.currency)
-    && covers(c.services, scope.service));
+    && covers(c.services, scope.service)));
 }
 
 export function isLiveOwner(owner: string): boolean {

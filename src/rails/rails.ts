@@ -9,10 +9,10 @@ import { SANDBOX_RAIL, SANDBOX_SCREENED, sandboxDelivery, sandboxOpening, sandbo
 
 export { SANDBOX_RAIL };
 
-/** The rail serving `owner` for this kind and scope: `sandbox`, a connector's name, or null. */
-export function railFor(owner: string, kind: RailKind, scope: RailScope): string | null {
+/** The rail serving `owner` for this kind and scope(s): `sandbox`, a connector's name, or null. */
+export function railFor(owner: string, kind: RailKind, ...scopes: RailScope[]): string | null {
   if (!isLiveOwner(owner)) return SANDBOX_RAIL;
-  return liveConnectorFor(kind, scope)?.name ?? null;
+  return liveConnectorFor(kind, ...scopes)?.name ?? null;
 }
 
 /** A rail call for an entity's attempt, to run after commit (null when no rail serves it). */
@@ -93,8 +93,8 @@ export function answerAtOnce(call: Pick<RailCall, 'rail' | 'kind' | 'op' | 'refe
  * A lookup that moves no money (an account name, a service recipient, an FX rate), asked before any
  * command: null when no rail serves the owner for it.
  */
-export async function lookUp(owner: string, kind: 'resolve' | 'fx', scope: RailScope, reference: string, payload: Record<string, unknown>, atMs: number): Promise<RailAnswer | null> {
-  const rail = railFor(owner, kind, scope);
+export async function lookUp(owner: string, kind: 'resolve' | 'fx', scope: RailScope | RailScope[], reference: string, payload: Record<string, unknown>, atMs: number): Promise<RailAnswer | null> {
+  const rail = railFor(owner, kind, ...(Array.isArray(scope) ? scope : [scope]));
   if (rail === null) return null;
   return callRail({ rail, kind, op: 'submit', reference, payload }, atMs);
 }

@@ -70,7 +70,7 @@ export type CommandBody =
   | { k: 'payment.fail'; id: string; code: string; source: 'test_helper' | 'rail' }
   | { k: 'payment.submit'; id: string }
   | { k: 'payment.checkout'; id: string; token: string; action: 'view' | 'complete' | 'decline' }
-  | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number } }
+  | { k: 'fx.quote'; body: { customerId: string; fromCurrency: string; toCurrency: string; fromAmountMinor: number; /** live: the FX connector's mid rate (units of `to` per `from`), asked by the front end */ midRate?: string } }
   | { k: 'fx.execute'; quoteId: string; /** the customer named in the request, if any: must be the quote's */ customerId?: string | null }
   | { k: 'customer.secret'; id: string }
   | { k: 'customer.pin_failed'; id: string }

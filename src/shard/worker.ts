@@ -66,7 +66,7 @@ const clockOffsets = new Map<string, number>(data.clockOffsets);
 const clockTimers = new ClockTimers((owner) => clockOffsets.get(owner) ?? 0);
 setConnectors(data.connectors.map(coverageOf));
 setRequeryAfterMs(data.requeryAfterMs);
-setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf)));
+setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf, (sample) => metrics.connectorCall(sample))));
 const queue: Queued[] = [];
 /** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
 const TRUNCATE_SLICE_RECORDS = 2_000;

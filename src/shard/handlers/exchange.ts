@@ -3,7 +3,7 @@
 // Invariant: the customer receives convertMinor(from) rounded down; the fraction stays in fx_position.
 import { reject } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { convertMinorChecked, customerRate, formatRate, midRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
+import { convertMinorChecked, customerRateAt, formatRate, midRate, parseRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
@@ -61,7 +61,9 @@ export function createQuote(ctx: HandlerContext, cmd: Command & { k: 'fx.quote' 
   if (findCountry(customer.countryCode)?.exchange_enabled !== true) {
     return rejected(reject('VALIDATION', `Exchange is not enabled for ${customer.countryCode} customers.`));
   }
-  const rate = customerRate(b.fromCurrency, b.toCurrency);
+  // Live: the FX connector's mid rate (the front end asked it); sandbox: the reference table's.
+  const mid = b.midRate === undefined ? midRate(b.fromCurrency, b.toCurrency) : parseRate(b.midRate);
+  const rate = customerRateAt(mid);
   const toAmountMinor = convertMinorChecked(b.fromAmountMinor, b.fromCurrency, b.toCurrency, rate);
   if (toAmountMinor === null) {
     return rejected(reject('VALIDATION', `from_amount_minor is too large: converted to ${b.toCurrency} it passes the largest amount kobo can hold (${Number.MAX_SAFE_INTEGER} minor units).`));
@@ -76,7 +78,7 @@ export function createQuote(ctx: HandlerContext, cmd: Command & { k: 'fx.quote' 
     fromAmountMinor: b.fromAmountMinor,
     toAmountMinor,
     rate: formatRate(rate),
-    midRate: formatRate(midRate(b.fromCurrency, b.toCurrency)),
+    midRate: formatRate(mid),
     spreadBps: Number(SPREAD_BPS),
     expiresAtMs: ctx.nowMs + QUOTE_TTL_MS,
     usedBy: null,

@@ -306,7 +306,8 @@ function tokensEqual(a: string, b: string): boolean {
 /** A collection call to the rail serving the method (null when none does). */
 export function collectionCall(ctx: HandlerContext, payment: Payment, customer: Customer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
   const scope = { method: payment.method, country: customer.countryCode, currency: payment.currency };
-  const payload = op === 'requery' ? {} : {
+  // A requery repeats the request: a connector keys it by reference; the sandbox rail answers from it.
+  const payload = {
     method: payment.method,
     amount_minor: payment.amountMinor,
     currency: payment.currency,

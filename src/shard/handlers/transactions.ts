@@ -13,6 +13,8 @@ import { paymentMachine, type PaymentEvent } from '../../../machines/payment.mac
 import { isRetryable } from '../../../machines/transaction.machine.ts';
 import { moveTransfer, retryTransferEvents } from './transfers.ts';
 import { cancelOrderEvents, orderPaymentFailedEvents } from './orders.ts';
+import { collectionCall } from './payments.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import type { Failure, FailureStage, PartitionState, Payment, ServiceOrder, Transaction } from '../state.ts';
@@ -215,6 +217,13 @@ export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.r
     // A wallet payment debits inline: the new attempt places its hold again once this batch is durable.
     if (payment.method === 'wallet') {
       effects.push({ afterMs: 0, cmd: { k: 'payment.submit', id: payment.id, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } });
+    } else if (customer !== undefined && isLiveOwner(payment.owner)) {
+      // A live collection's new attempt is a new request to its connector (`<id>:<attempt>`), with a new
+      // page for the payer; the last attempt's page is forgotten. No connector left → not retried.
+      const call = collectionCall(ctx, payment, customer, txn.attempt + 1, 'submit');
+      if (call === null) return rejected(reject('METHOD_NOT_SELECTABLE', `No live connector serves ${payment.method} collections for this customer any more.`));
+      if (payment.rail !== undefined) events.push({ t: 'payment.rail', id: payment.id, providerReference: null, payUrl: null, atMs: ctx.nowMs });
+      effects.push(call);
     }
   }
   return { events, reply: replyTxn(txn.id), effects };

@@ -5,12 +5,13 @@
 import assert from 'node:assert/strict';
 import { reject, type Rejection } from '../../errors.ts';
 import { payoutFeeMinor } from '../../catalogue/payouts.ts';
-import { costInSourceMinor } from '../../catalogue/fx.ts';
+import { costInSourceMinor, parseRate, type Rate } from '../../catalogue/fx.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { partitionOfId } from '../../ids.ts';
 import { nextStatus } from '../../../machines/step.ts';
 import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
 import { screenedBySandbox } from '../../rails/rails.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
@@ -115,7 +116,10 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
   if (quote.fromCurrency !== b.currency || quote.toCurrency !== beneficiary.currency || quote.fromAmountMinor !== b.amountMinor) {
     return reject('VALIDATION', 'The quote does not match this transfer’s currencies and amount.');
   }
-  return { beneficiary, fee: crossBorderFeeMinor(beneficiary, quote.toAmountMinor, b.currency), destinationAmountMinor: quote.toAmountMinor, destinationCurrency: quote.toCurrency };
+  // Live money is priced at the live quote's mid rate (its FX connector's), never at the reference table's.
+  const liveMid = isLiveOwner(cmd.owner) ? parseRate(quote.midRate) : undefined;
+  const fee = crossBorderFeeMinor(beneficiary, quote.toAmountMinor, b.currency, liveMid === undefined ? undefined : { num: liveMid.den, den: liveMid.num });
+  return { beneficiary, fee, destinationAmountMinor: quote.toAmountMinor, destinationCurrency: quote.toCurrency };
 }
 
 /**
@@ -123,10 +127,10 @@ function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.cr
  * the beneficiary's currency on the amount delivered, converted into the transfer's currency at mid
  * plus spread, rounded up (the house never pays a rail fee it was not paid for). Held with the amount.
  */
-function crossBorderFeeMinor(beneficiary: Beneficiary, destinationAmountMinor: number, sourceCurrency: string): number {
+function crossBorderFeeMinor(beneficiary: Beneficiary, destinationAmountMinor: number, sourceCurrency: string, mid?: Rate): number {
   const railFee = payoutFeeMinor(beneficiary.type, beneficiary.currency, destinationAmountMinor);
   assert(railFee !== undefined, 'transfers: the rail currency was checked to have a fee');
-  return railFee === 0 ? 0 : costInSourceMinor(railFee, beneficiary.currency, sourceCurrency).amountMinor;
+  return railFee === 0 ? 0 : costInSourceMinor(railFee, beneficiary.currency, sourceCurrency, mid).amountMinor;
 }
 
 export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.create' }): Outcome {
@@ -329,7 +333,8 @@ export function payoutCall(ctx: HandlerContext, transfer: Transfer, attempt: num
   const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
   if (beneficiary === undefined || beneficiary.type === 'wallet') return null;
   const scope = { method: beneficiary.type, country: beneficiary.country, currency: beneficiary.currency };
-  const payload = op === 'requery' ? {} : {
+  // A requery repeats the request: a connector keys it by reference; the sandbox rail answers from it.
+  const payload = {
     amount_minor: transfer.destinationAmountMinor,
     currency: transfer.destinationCurrency,
     beneficiary: { type: beneficiary.type, country: beneficiary.country, bank_code: beneficiary.bankCode, account_number: beneficiary.accountNumber, account_name: beneficiary.accountName },
