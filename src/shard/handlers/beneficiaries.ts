@@ -2,15 +2,15 @@
 // payout rail, wallets by the front end), read, and the reads transfers need from another partition
 // (a wallet's holder, a customer's PIN hash). Runs inside shard workers.
 // Invariant: a beneficiary is created only once its account name is resolved.
-import { reject, type Rejection } from '../../errors.ts';
+import { reject } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { accountNumberValid, destinationName } from '../../catalogue/payouts.ts';
-import { railServes } from '../../rails/coverage.ts';
 import { answerAtOnce, railFor } from '../../rails/rails.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary } from '../state.ts';
 import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
 import { iso } from '../views.ts';
+import { payoutRailRejection } from '../lifecycle/rail-requests.ts';
 
 export function beneficiaryView(b: Beneficiary): object {
   return {
@@ -76,18 +76,6 @@ export function createBeneficiary(ctx: HandlerContext, cmd: Command & { k: 'bene
     createdAtMs: ctx.nowMs,
   };
   return { events: [{ t: 'beneficiary.created', beneficiary }], reply: (state) => okReply(201, beneficiaryView(state.beneficiaries.get(beneficiary.id)!)) };
-}
-
-/**
- * Live payouts to a bank account or mobile wallet need a connector serving that payout rail (which also
- * resolves the account name); without one the account cannot be verified: 422 VERIFICATION_FAILED.
- */
-/** Why no payout rail serves this beneficiary (live mode without a connector), or null. */
-export function payoutRailRejection(owner: string, type: Beneficiary['type'], country: string, currency: string): Rejection | null {
-  if (type === 'wallet') return null;
-  const scope = { method: type, country, currency };
-  if (railServes(owner, 'payout', scope) && railServes(owner, 'resolve', scope)) return null;
-  return reject('VERIFICATION_FAILED', `No live payout rail serves ${type} payouts in ${currency} to ${country}: the operator has not configured a connector for it.`);
 }
 
 /** A wallet beneficiary is another customer's wallet of the same account; the front end resolved it. */

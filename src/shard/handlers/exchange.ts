@@ -10,7 +10,7 @@ import type { Command } from '../protocol.ts';
 import { walletOf, type Exchange, type ExchangeQuote, type Transaction } from '../state.ts';
 import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { openWallet } from './customers.ts';
-import { moveTransaction, newTransaction } from './transactions.ts';
+import { moveTransaction, newTransaction } from '../lifecycle/lifecycle.ts';
 import { iso } from '../views.ts';
 
 

@@ -10,56 +10,19 @@ import { operatorDelivery } from '../../rails/rails.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
-import { effectsOf, okReply, outboxEvent, railEffect, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
-import { moveOrder } from './orders.ts';
-import { movePayment, moveTransaction, releaseUsage } from './transactions.ts';
-
+import { dispatchEvents, moveOrder, movePayment, moveTransaction, releaseUsage } from '../lifecycle/lifecycle.ts';
+import { fulfilmentCall } from '../lifecycle/rail-requests.ts';
 
 function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
   return { afterMs, cmd: { ...body, owner: order.owner, nowMs: ctx.nowMs, partition } };
 }
 
-const recipientOf = (order: ServiceOrder): string => order.accountRef ?? order.phone ?? '';
 const done = (): ReturnType<typeof okReply> => okReply(200, {});
 
 function orderOf(ctx: HandlerContext, id: string): ServiceOrder | undefined {
   return ctx.state.orders.get(id);
-}
-
-/** Payment confirmed: the order moves to fulfilling and the purchase is dispatched to the rail. */
-export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, event: 'payment.settled' | 'retry.dispatch'): { events: WalEvent[]; effects: Effect[] } | null {
-  const attempt = order.dispatchAttempt + 1;
-  const providerReference = `SVC-${order.id.slice(-12)}-${attempt}`;
-  // A payer quick enough to settle before the collection-opened step committed: open it in this record.
-  const opened = order.status === 'pending' && event === 'payment.settled' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
-  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: event, atMs: ctx.nowMs }, { providerReference, dispatchAttempt: attempt });
-  if (moved === null) return null;
-  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
-  const txn = ctx.state.transactions.get(order.transactionId)!;
-  if (txn.status === 'pending') events.push(moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs })!);
-  // No live connector serves it any more (removed since the order was taken): the purchase is not made;
-  // the order waits in fulfilling for an operator (or a connector) rather than being simulated.
-  return { events, effects: effectsOf(fulfilmentCall(ctx, order, attempt, 'submit')) };
-}
-
-/**
- * A purchase (or requery of one) at the rail serving the service and country; null when none does.
- * Requeries carry the purchase too: the sandbox rail, which keeps no memory, answers from it.
- */
-export function fulfilmentCall(ctx: HandlerContext, order: ServiceOrder, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
-  const scope = { service: order.serviceCode, country: order.countryCode, currency: order.destinationCurrency };
-  const payload = {
-    service_code: order.serviceCode,
-    country_code: order.countryCode,
-    operator_code: order.operatorCode,
-    product_code: order.productCode,
-    meter_type: order.meterType,
-    recipient: recipientOf(order),
-    amount_minor: order.providerCostMinor,
-    currency: order.destinationCurrency,
-  };
-  return railEffect(ctx, { owner: order.owner, kind: 'fulfilment', scope }, { id: order.id, attempt, op, payload, dueAtMs });
 }
 
 /**

@@ -5,26 +5,16 @@
 import assert from 'node:assert/strict';
 import { reject } from '../../errors.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
-import { nextStatus } from '../../../machines/step.ts';
-import { orderMachine, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
 import { collectionOpening, screenedBySandbox } from '../../rails/rails.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import { walletOf, type Payment, type ServiceOrder, type Transaction } from '../state.ts';
+import { walletOf, type Payment, type ServiceOrder } from '../state.ts';
 import { checkoutUrl, paymentView, iso } from '../views.ts';
-import { customerFor, envOf, isRejection, limitRejection, okReply, outboxEvent, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
-import { collectionCall, methodsFor } from './payments.ts';
-import { moveTransaction, newTransaction, movePayment, releaseUsage } from './transactions.ts';
-import type { FailureCode, TransactionEvent } from '../../../machines/transaction.machine.ts';
+import { customerFor, envOf, isRejection, limitRejection, okReply, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
+import { moveOrder, moveTransaction, newTransaction, movePayment } from '../lifecycle/lifecycle.ts';
 import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
-
-
-export function moveOrder(order: ServiceOrder, event: OrderEvent, extra: { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number } = {}): WalEvent | null {
-  const status = nextStatus(orderMachine, order.status, {}, event);
-  if (status === null) return null;
-  return { t: 'order.moved', id: order.id, status: status as OrderStatus, atMs: event.atMs, ...extra };
-}
 
 export function orderView(o: ServiceOrder): object {
   return {
@@ -245,45 +235,3 @@ export function getOrder(ctx: HandlerContext, cmd: Command & { k: 'order.get' })
   return { events: [], reply: () => okReply(200, cmd.projection === 'status' ? orderStatusView(order) : orderView(order)) };
 }
 
-/**
- * Cancellation before fulfilment (through either of the order's transactions): the order is cancelled,
- * both transactions fail with CANCELLED, a wallet hold is voided and the day's usage given back.
- * Null when the order is past the point of cancelling.
- */
-export function cancelOrderEvents(ctx: HandlerContext, order: ServiceOrder): WalEvent[] | null {
-  const cancelled = moveOrder(order, { type: 'cancel', atMs: ctx.nowMs });
-  if (cancelled === null) return null;
-  const events: WalEvent[] = [cancelled];
-  const failure = { code: 'CANCELLED' as const, stage: 'client' as const, message: 'Cancelled by the client.' };
-  for (const txnId of [order.transactionId, order.paymentTransactionId]) {
-    const txn: Transaction = ctx.state.transactions.get(txnId)!;
-    const held = txn.holdStatus === 'held' && txn.holdId !== null;
-    // A wallet payment's transaction is already processing (its hold placed): it fails with CANCELLED.
-    const event: TransactionEvent = txn.status === 'processing' ? { type: 'fail', atMs: ctx.nowMs, code: 'CANCELLED' } : { type: 'cancel', atMs: ctx.nowMs };
-    const moved = moveTransaction(txn, event, { failure, ...(held ? { holdStatus: 'released' as const } : {}) });
-    if (held) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId! }], atMs: ctx.nowMs });
-    if (moved !== null) events.push(moved);
-  }
-  const payment = ctx.state.payments.get(order.paymentId)!;
-  const paymentMoved = movePayment(payment, { type: payment.status === 'processing' ? 'fail' : 'cancel', atMs: ctx.nowMs });
-  if (paymentMoved !== null) events.push(paymentMoved);
-  events.push(...releaseUsage(ctx, ctx.state.transactions.get(order.transactionId)!));
-  return events;
-}
-
-/**
- * The order's collection failed (card declined, transfer never made): the order fails before any
- * purchase, its service transaction fails with the payment's code. Usage was given back with the payment.
- */
-export function orderPaymentFailedEvents(ctx: HandlerContext, order: ServiceOrder, failure: { code: FailureCode; message: string }): WalEvent[] {
-  // A collection that failed before the opened step committed: open the order in this same record first.
-  const opened = order.status === 'pending' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
-  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: 'payment.failed', atMs: ctx.nowMs });
-  if (moved === null) return [];
-  const txn = ctx.state.transactions.get(order.transactionId)!;
-  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
-  const txnMoved = moveTransaction(txn, { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure: { code: failure.code, stage: 'collection', message: failure.message } });
-  if (txnMoved !== null) events.push(txnMoved);
-  events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: 'collection' } }));
-  return events;
-}

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { timingSafeEqual } from 'node:crypto';
 import { reject, type Rejection } from '../../errors.ts';
-import { findCountry, methodRules, type MethodRule } from '../../catalogue/countries.ts';
+import { findCountry } from '../../catalogue/countries.ts';
 import { collectionFeeMinor } from '../../catalogue/limits.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
@@ -14,7 +14,6 @@ import type { Command } from '../protocol.ts';
 import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { paymentView } from '../views.ts';
 import {
-  railEffect,
   effectsOf,
   accessRejection,
   customerFor,
@@ -32,25 +31,14 @@ import {
   type Outcome,
 } from './common.ts';
 import { openWallet } from './customers.ts';
-import { failEvents, movePayment, moveTransaction, newTransaction } from './transactions.ts';
-import { dispatchEvents } from './fulfilment.ts';
-import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
+import { dispatchEvents, failEvents, movePayment, moveTransaction, newTransaction } from '../lifecycle/lifecycle.ts';
+import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import { collectionOpening } from '../../rails/rails.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 
 /** How long bank-transfer instructions stay payable. */
 const INSTRUCTIONS_TTL_MS = DAY_MS;
-
-export function methodsFor(customer: Customer): Array<MethodRule & { selectable: boolean; reason: string | null }> {
-  return methodRules(customer.countryCode).map((rule) => {
-    let reason: string | null = null;
-    if (!rule.selectable) reason = 'funding_instrument';
-    else if (!rule.enabled) reason = 'not_enabled_in_country';
-    else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
-    else if (rule.method !== 'wallet' && !railServes(customer.owner, 'collection', { method: rule.method, country: customer.countryCode })) reason = NO_LIVE_CONNECTOR;
-    return { ...rule, selectable: reason === null, reason };
-  });
-}
 
 export function listMethods(ctx: HandlerContext, cmd: Command & { k: 'payment.methods' }): Outcome {
   const customer = customerFor(ctx, cmd, cmd.customerId);
@@ -301,19 +289,6 @@ function tokensEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/** A collection call to the rail serving the method (null when none does). */
-export function collectionCall(ctx: HandlerContext, payment: Payment, customer: Customer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
-  const scope = { method: payment.method, country: customer.countryCode, currency: payment.currency };
-  // A requery repeats the request: a connector keys it by reference; the sandbox rail answers from it.
-  const payload = {
-    method: payment.method,
-    amount_minor: payment.amountMinor,
-    currency: payment.currency,
-    customer: { id: customer.id, name: customer.name, email: customer.email, phone: customer.phone, country: customer.countryCode },
-  };
-  return railEffect(ctx, { owner: payment.owner, kind: 'collection', scope }, { id: payment.id, attempt, op, payload, dueAtMs });
 }
 
 /**

@@ -7,9 +7,10 @@ import { answerAtOnce } from '../../rails/rails.ts';
 import type { RailCall } from '../../rails/rail.ts';
 import type { Command } from '../protocol.ts';
 import { rejected, type HandlerContext, type Outcome } from './common.ts';
-import { payoutAnswer, payoutCall } from './transfers.ts';
-import { collectionAnswer, collectionCall } from './payments.ts';
-import { fulfilmentAnswer, fulfilmentCall } from './fulfilment.ts';
+import { collectionCall, fulfilmentCall, payoutCall } from '../lifecycle/rail-requests.ts';
+import { payoutAnswer } from './transfers.ts';
+import { collectionAnswer } from './payments.ts';
+import { fulfilmentAnswer } from './fulfilment.ts';
 
 /** The request this answer is due for, as the entity's rail would be asked it now. */
 function requestOf(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): RailCall | undefined {

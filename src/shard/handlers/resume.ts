@@ -7,9 +7,8 @@ import { resumeOp } from '../../rails/rails.ts';
 import type { RailOp } from '../../rails/rail.ts';
 import type { PartitionState } from '../state.ts';
 import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from './common.ts';
-import { creditEffect, payoutCall } from './transfers.ts';
-import { collectionCall } from './payments.ts';
-import { fulfilmentCall } from './fulfilment.ts';
+import { collectionCall, fulfilmentCall, payoutCall } from '../lifecycle/rail-requests.ts';
+import { creditEffect } from './transfers.ts';
 
 /**
  * A call in flight when the process stopped, asked again: a connector is requeried about the same

@@ -25,7 +25,7 @@ import {
 import type { Command, ServiceRequest } from '../protocol.ts';
 import type { Customer, ServiceQuote } from '../state.ts';
 import { customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
-import { methodsFor } from './payments.ts';
+import { methodsFor } from '../lifecycle/rail-requests.ts';
 import { iso } from '../views.ts';
 
 export const SERVICE_QUOTE_TTL_MS = 300_000;

@@ -8,35 +8,16 @@ import { payoutFeeMinor } from '../../catalogue/payouts.ts';
 import { costInSourceMinor, parseRate, type Rate } from '../../catalogue/fx.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { partitionOfId } from '../../ids.ts';
-import { nextStatus } from '../../../machines/step.ts';
-import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
 import { screenedBySandbox } from '../../rails/rails.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
-import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
+import { railFailureCode, RAIL_RETRY_AFTER_MS } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
-import type { Command, CommandBody } from '../protocol.ts';
+import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
-import {
-  effectsOf,
-  railEffect,
-  accessRejection,
-  customerFor,
-  isRejection,
-  limitRejection,
-  okReply,
-  outboxEvent,
-  rejected,
-  REQUERY_AFTER_MS,
-  stale,
-  usageEvent,
-  type Effect,
-  type HandlerContext,
-  type Outcome,
-} from './common.ts';
-import { failEvents, moveTransaction, newTransaction, releaseUsage } from './transactions.ts';
-import { payoutRailRejection } from './beneficiaries.ts';
+import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { after, failEvents, holdOp, moveTransaction, moveTransfer, newTransaction, releaseUsage, transitAccount } from '../lifecycle/lifecycle.ts';
+import { payoutCall, payoutRailRejection } from '../lifecycle/rail-requests.ts';
 import { iso } from '../views.ts';
-
 
 export function transferView(t: Transfer): object {
   return {
@@ -57,34 +38,6 @@ export function transferView(t: Transfer): object {
     created_at: iso(t.createdAtMs),
     updated_at: iso(t.updatedAtMs),
   };
-}
-
-export function moveTransfer(transfer: Transfer, event: TransferEvent, providerReference?: string): WalEvent | null {
-  const status = nextStatus(transferMachine, transfer.status, {}, event);
-  if (status === null) return null;
-  return { t: 'transfer.moved', id: transfer.id, status: status as TransferStatus, atMs: event.atMs, ...(providerReference === undefined ? {} : { providerReference }) };
-}
-
-/** Where a transfer's money waits: payouts in transit for a rail, partition clearing for another wallet. */
-function transitAccount(type: Beneficiary['type'], currency: string): string {
-  return systemAccountId(type === 'wallet' ? 'partition_clearing' : 'payouts_in_transit', currency);
-}
-
-function holdOp(ctx: HandlerContext, txnId: string, transfer: Pick<Transfer, 'amountMinor' | 'feeMinor' | 'currency'>, walletId: string, type: Beneficiary['type']): LedgerOp {
-  return {
-    op: 'hold',
-    id: ctx.mintId(),
-    txn: txnId,
-    dr: walletId,
-    cr: transitAccount(type, transfer.currency),
-    amt: transfer.amountMinor + transfer.feeMinor,
-    cur: transfer.currency,
-  };
-}
-
-/** A command this shard sends itself after `delayMs` (a rail's answer, a requery). */
-function after(ctx: HandlerContext, cmd: Command, body: CommandBody, delayMs: number): Effect {
-  return { afterMs: delayMs, cmd: { ...body, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } };
 }
 
 function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.create' }): Rejection | { beneficiary: Beneficiary; fee: number; destinationAmountMinor: number; destinationCurrency: string } {
@@ -204,7 +157,6 @@ function internal(ctx: HandlerContext, id: string): { transfer: Transfer; txn: T
   return { transfer, txn: ctx.state.transactions.get(transfer.transactionId)! };
 }
 
-
 /** Submits a pending transfer to the payout rail; the rail's answer comes back as `transfer.rail`. */
 export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.submit' }): Outcome {
   const found = internal(ctx, cmd.id);
@@ -294,53 +246,10 @@ function settleEvents(ctx: HandlerContext, transfer: Transfer, txn: Transaction,
   return [{ t: 'ledger', ops, atMs: ctx.nowMs }, moved, transferMoved, outboxEvent(ctx, 'transfer.completed', txn, { status: 'completed', transfer_id: transfer.id })];
 }
 
-/** Retry of a failed transfer: the funds are held again at once (pending means held), then resubmitted. */
-export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
-  const transfer = ctx.state.transfers.get(txn.transferId!)!;
-  const customer = ctx.state.customers.get(transfer.customerId)!;
-  // A new attempt counts against today's limits like a new transfer would (and before the funds check).
-  const over = limitRejection(customer, transfer.currency, transfer.amountMinor, ctx.nowMs);
-  if (over !== null) return over;
-  const wallet = walletOf(ctx.state, customer.wallets[transfer.currency] ?? '');
-  if (wallet === undefined || !canDebit(wallet, transfer.amountMinor + transfer.feeMinor)) {
-    return reject('INSUFFICIENT_FUNDS', `The ${transfer.currency} wallet cannot cover the retried transfer and its fee.`);
-  }
-  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
-  const beneficiaryType = beneficiary?.type ?? 'bank_account';
-  const noRail = payoutRailRejection(transfer.owner, beneficiaryType, beneficiary?.country ?? '', beneficiary?.currency ?? transfer.currency);
-  if (noRail !== null) return noRail;
-  const hold = holdOp(ctx, txn.id, transfer, wallet.id, beneficiaryType);
-  const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'held', holdId: hold.id, attempt: txn.attempt + 1 });
-  const transferMoved = moveTransfer(transfer, { type: 'retry', atMs: ctx.nowMs });
-  if (moved === null || transferMoved === null) return reject('CONFLICT', 'Transfer cannot be retried from its status.');
-  return {
-    events: [{ t: 'ledger', ops: [hold], atMs: ctx.nowMs }, moved, transferMoved, usageEvent(customer, transfer.currency, transfer.amountMinor, ctx.nowMs)],
-    effects: [after(ctx, cmd, { k: 'transfer.submit', id: transfer.id }, ctx.railLatencyMs)],
-  };
-}
-
 /** The dispatcher has stored these outbox events durably: drop them from the shard's outbox. */
 export function ackOutbox(ctx: HandlerContext, cmd: Command & { k: 'outbox.ack' }): Outcome {
   const ids = cmd.ids.filter((id) => ctx.state.outbox.has(id));
   return { events: ids.length === 0 ? [] : [{ t: 'outbox.handed', ids }], reply: () => okReply(200, { handed: ids.length }) };
-}
-
-/**
- * A payout call to the rail serving the beneficiary (null when none does): submit carries the payout;
- * requery asks about the same reference. `dueAtMs` defers it on the owner's clock.
- */
-export function payoutCall(ctx: HandlerContext, transfer: Transfer, attempt: number, op: RailOp, dueAtMs?: number): Effect | null {
-  const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId);
-  if (beneficiary === undefined || beneficiary.type === 'wallet') return null;
-  const scope = { method: beneficiary.type, country: beneficiary.country, currency: beneficiary.currency };
-  // A requery repeats the request: a connector keys it by reference; the sandbox rail answers from it.
-  const payload = {
-    amount_minor: transfer.destinationAmountMinor,
-    currency: transfer.destinationCurrency,
-    beneficiary: { type: beneficiary.type, country: beneficiary.country, bank_code: beneficiary.bankCode, account_number: beneficiary.accountNumber, account_name: beneficiary.accountName },
-    narration: transfer.narration,
-  };
-  return railEffect(ctx, { owner: transfer.owner, kind: 'payout', scope }, { id: transfer.id, attempt, op, payload, dueAtMs });
 }
 
 /** An unknown payout the rail reports failed after all: the hold is voided and the money stays home. */
