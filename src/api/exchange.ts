@@ -19,7 +19,7 @@ const MID_RATE_PATTERN = /^(?!0+(?:\.0+)?$)\d{1,15}(?:\.\d{1,12})?$/;
  * FX_QUOTE_UNAVAILABLE; a refusal or a rate that is not a plain positive decimal → 422 as well; no
  * answer → 502 PROVIDER_FAILURE (retry with the same Idempotency-Key).
  */
-async function liveMidRate(owner: string, from: string, to: string, nowMs: number): Promise<string | Reply> {
+export async function liveMidRate(owner: string, from: string, to: string, nowMs: number): Promise<string | Reply> {
   const answer = await lookUp(owner, 'fx', [{ currency: from }, { currency: to }], `fx-${randomUUID()}`, { from_currency: from, to_currency: to }, nowMs);
   if (answer === null) return errorOf(reject('FX_QUOTE_UNAVAILABLE', `No live FX connector quotes ${from} → ${to}.`));
   if (answer.outcome === 'settled') {

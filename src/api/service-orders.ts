@@ -3,14 +3,17 @@
 // PIN step-up, rail availability; the customer's shard decides everything about money.
 // Invariant: an order is created at most once per idempotency key, its failures replayed as stored.
 import { reject } from '../errors.ts';
-import { isServiceCode, railDown } from '../catalogue/services.ts';
+import { countryService, isServiceCode, railDown } from '../catalogue/services.ts';
 import { readValidationSnapshot } from '../catalogue/services-recipient.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
 import { OrderReadQuery, OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';
 import type { ServiceRequest } from '../shard/protocol.ts';
 import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, byIdHandler } from './deps.ts';
-import { pinCheck } from './transfers.ts';
+import { customerCountry, pinCheck } from './transfers.ts';
+import { liveMidRate } from './exchange.ts';
+import { isLiveOwner } from '../rails/coverage.ts';
+import { findCountry } from '../catalogue/countries.ts';
 
 function serviceRequest(customerId: string, b: ServiceQuoteCreate | ServiceOrderCreate): ServiceRequest {
   return {
@@ -37,6 +40,24 @@ function prepare(ctx: RequestContext, b: ServiceQuoteCreate | ServiceOrderCreate
   return customerTarget(ctx, b.customer_id);
 }
 
+/**
+ * A live quote for a service priced in another currency than the customer's: the FX connector's mid rate
+ * for service currency → customer currency (null when no conversion is needed or no rate is offered:
+ * the shard then refuses with 422 FX_QUOTE_UNAVAILABLE); no answer → 502 PROVIDER_FAILURE.
+ */
+async function liveServiceFx(deps: ApiDeps, ctx: RequestContext, b: ServiceQuoteCreate): Promise<NonNullable<ServiceRequest['fx']> | null | Reply> {
+  const home = await customerCountry(deps, ctx, b.customer_id);
+  if (typeof home !== 'string') return home;
+  const source = findCountry(home)?.currency_code;
+  const destination = countryService(b.country_code, b.service_code)?.currency;
+  if (source === undefined || destination === undefined || source === destination) return null;
+  const midRate = await liveMidRate(ctx.owner, destination, source, ctx.nowMs);
+  if (typeof midRate === 'string') return { fromCurrency: destination, toCurrency: source, midRate };
+  // No rate (no covering connector, a refusal): the shard refuses FX_QUOTE_UNAVAILABLE after its own
+  // checks, so a quote for a service live mode does not offer still answers SERVICE_UNAVAILABLE first.
+  return midRate.status >= 500 ? midRate : null;
+}
+
 /** Order reads act for the customer named in the query (or the key's own customer): anyone else's order is 404. */
 function orderById(deps: ApiDeps, projection: 'full' | 'status'): RouteDef['handle'] {
   return (ctx) => byIdHandler(deps, 'service order', (id) => ({ k: 'order.get', id, projection, customerId: ctx.query.get('customer_id') ?? null }))(ctx);
@@ -54,11 +75,13 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       response: ServiceQuote,
       keyedInShard: true,
       errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
-      handle: (ctx) => {
+      handle: async (ctx) => {
         const b = ctx.body as ServiceQuoteCreate;
         const prepared = prepare(ctx, b);
         if ('status' in prepared) return prepared;
-        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: serviceRequest(prepared.customerId, b) }, { idempotent: true });
+        const fx = isLiveOwner(ctx.owner) ? await liveServiceFx(deps, ctx, b) : null;
+        if (fx !== null && 'status' in fx) return fx;
+        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: { ...serviceRequest(prepared.customerId, b), ...(fx === null ? {} : { fx }) } }, { idempotent: true });
       },
     },
     {

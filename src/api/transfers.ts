@@ -45,7 +45,7 @@ async function resolveOnRail(deps: ApiDeps, ctx: RequestContext, body: Beneficia
   return errorOf(reject('PROVIDER_FAILURE', 'The account-name rail did not answer; retry with the same Idempotency-Key.'));
 }
 
-async function customerCountry(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Promise<string | Reply> {
+export async function customerCountry(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Promise<string | Reply> {
   const target = customerTarget(ctx, named);
   if ('status' in target) return target;
   const reply = await command(deps, ctx, target.partition, { k: 'customer.get', id: target.customerId });

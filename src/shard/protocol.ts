@@ -52,6 +52,8 @@ export interface ServiceRequest {
   accountRef: string | null;
   phone: string | null;
   promotionCode: string | null;
+  /** Live cross-currency quotes: the FX connector's mid rate (units of `toCurrency` per `fromCurrency`), asked by the front end. */
+  fx?: { fromCurrency: string; toCurrency: string; midRate: string };
 }
 
 export type CommandBody =

@@ -8,7 +8,7 @@ import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniqueP
 import { connectorsFile, startConnector, type TestConnector } from '../helpers/connector.ts';
 import { until } from '../helpers/wait.ts';
 import { signedHeaders } from '../../src/connectors/signing.ts';
-import { formatRate, midRate } from '../../src/catalogue/fx.ts';
+import { formatRate, midRate, parseRate } from '../../src/catalogue/fx.ts';
 
 const SECRET = 'reference-connector-secret-4567';
 const LIVE = secretKey('live');
@@ -21,7 +21,7 @@ before(async () => {
   // FX only between NGN and USD; recipient lookup only for electricity (the fulfilment rail serves all).
   const file = connectorsFile([
     { name: 'ref', url: connector.url, secret: SECRET, rails: ['collection', 'payout', 'fulfilment'], timeout_ms: 2000 },
-    { name: 'ref-fx', url: connector.url, secret: SECRET, rails: ['fx'], currencies: ['NGN', 'USD'], timeout_ms: 2000 },
+    { name: 'ref-fx', url: connector.url, secret: SECRET, rails: ['fx'], currencies: ['NGN', 'USD', 'GBP'], timeout_ms: 2000 },
     { name: 'ref-lookup', url: connector.url, secret: SECRET, rails: ['resolve'], services: ['electricity'], timeout_ms: 2000 },
   ]);
   server = await startServer({ keys: [`${LIVE}@acme`], dataDir: tempDataDir('live-rails'), env: { KOBO_CONNECTORS_FILE: file } });
@@ -33,8 +33,8 @@ after(async () => {
   await connector?.stop();
 });
 
-async function liveCustomer(): Promise<{ id: string; walletId: string }> {
-  const c = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Live Rails', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+async function liveCustomer(country: 'NG' | 'GB' | 'KE' = 'NG', phone = uniquePhone()): Promise<{ id: string; walletId: string }> {
+  const c = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Live Rails', email: uniqueEmail(), phone, country_code: country } });
   assert.equal(c.status, 201, JSON.stringify(c.body));
   assert.equal((await api('PATCH', `/v1/customers/${c.body.data.id}`, { body: { kyc_level: 2 } })).status, 200);
   return { id: c.body.data.id, walletId: c.body.data.wallets[0].id };
@@ -62,9 +62,27 @@ test('live exchange quote: priced at the FX connector\'s mid rate (reference tab
 
 test('live exchange quote for a pair no FX connector covers → 422 FX_QUOTE_UNAVAILABLE, no quote', async () => {
   const c = await liveCustomer();
-  const quote = await api('POST', '/v1/exchange/quotes', { idempotencyKey: idem(), body: { customer_id: c.id, from_currency: 'NGN', to_currency: 'GBP', from_amount_minor: 10_000_000 } });
+  const quote = await api('POST', '/v1/exchange/quotes', { idempotencyKey: idem(), body: { customer_id: c.id, from_currency: 'NGN', to_currency: 'KES', from_amount_minor: 10_000_000 } });
   assert.equal(quote.status, 422, JSON.stringify(quote.body));
   assert.equal(quote.body.error.code, 'FX_QUOTE_UNAVAILABLE');
+});
+
+test('live cross-currency service quote (GB customer, NG airtime): priced at the FX connector\'s NGN → GBP rate; GH airtime (no GHS rate) → 422 FX_QUOTE_UNAVAILABLE', async () => {
+  const gb = await liveCustomer('GB', `+4479111${String(10_000 + Math.floor(Math.random() * 89_999)).slice(-5)}`);
+  const body = { customer_id: gb.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 100_000, currency: 'NGN', payment_method: 'wallet', phone: `+234803${String(1_000_000 + Math.floor(Math.random() * 8_999_999)).slice(-7)}` };
+  const quote = await api('POST', '/v1/services/quote', { body });
+  assert.equal(quote.status, 200, JSON.stringify(quote.body));
+  assert.equal(quote.body.data.cross_currency, true);
+  assert.equal(quote.body.data.source_currency, 'GBP');
+  // The rate charged is the connector's mid (reference + 100 bps) plus kobo's 150 bps spread, not the table's.
+  const table = midRate('NGN', 'GBP');
+  const answered = parseRate(formatRate({ num: table.num * 10_100n, den: table.den * 10_000n }));
+  assert.equal(quote.body.data.fx_rate, formatRate({ num: answered.num * 10_150n, den: answered.den * 10_000n }));
+  assert.ok(connector.output().includes('submit fx fx-'), connector.output());
+  const ghAirtime = { ...body, country_code: 'GH', currency: 'GHS', provider_cost_minor: 1_000, phone: `+23324${String(1_000_000 + Math.floor(Math.random() * 8_999_999)).slice(-7)}` };
+  const refused = await api('POST', '/v1/services/quote', { body: ghAirtime });
+  assert.equal(refused.status, 422, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, 'FX_QUOTE_UNAVAILABLE');
 });
 
 test('live recipient lookup: electricity resolved by the lookup connector; a failing meter → 422 VALIDATION_ERROR; airtime (no lookup connector) → 422 SERVICE_UNAVAILABLE', async () => {

@@ -6,7 +6,7 @@
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { costInSourceMinor, costInSourceMinorChecked, formatRate } from '../../catalogue/fx.ts';
+import { costInSourceMinor, costInSourceMinorChecked, formatRate, parseRate } from '../../catalogue/fx.ts';
 import { accountRefProblem, purchaseRejection } from '../../catalogue/services-resolve.ts';
 import { validatePhone } from '../../catalogue/services-phone.ts';
 import { checkRecipient, snapshotRejection, type ValidationSnapshot } from '../../catalogue/services-recipient.ts';
@@ -178,7 +178,9 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     if (found === undefined) return reject('VALIDATION', `promotion_code ${req.promotionCode} is not valid for ${svc.code} in ${svc.country}.`);
     discountDest = Math.min(found, baseFeeDest);
   }
-  const toSource = (amountMinor: number): number | null => (!cross || amountMinor === 0 ? amountMinor : (costInSourceMinorChecked(amountMinor, svc.currency, source)?.amountMinor ?? null));
+  // A live FX connector's rate for exactly this pair, when the front end brought one; else the reference table's.
+  const mid = req.fx !== undefined && req.fx.fromCurrency === svc.currency && req.fx.toCurrency === source ? parseRate(req.fx.midRate) : undefined;
+  const toSource = (amountMinor: number): number | null => (!cross || amountMinor === 0 ? amountMinor : (costInSourceMinorChecked(amountMinor, svc.currency, source, mid)?.amountMinor ?? null));
   const converted = toSource(req.providerCostMinor);
   const fee = toSource(baseFeeDest - discountDest);
   const discount = toSource(discountDest);
@@ -195,7 +197,7 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     feeMinor: fee,
     discountMinor: discount,
     customerAmountMinor: converted + fee,
-    fxRate: cross ? formatRate(costInSourceMinor(1, svc.currency, source).rate) : null,
+    fxRate: cross ? formatRate(costInSourceMinor(1, svc.currency, source, mid).rate) : null,
     crossCurrency: cross,
   };
 }
@@ -233,9 +235,10 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   if (isRejection(recipient)) return rejected(recipient);
   const pricing = priceService(customer, svc, req);
   if (isRejection(pricing)) return rejected(pricing);
-  // Live FX rates would come from an FX connector, which this release does not call: kobo's sandbox
-  // rates never price live money.
-  if (pricing.crossCurrency && isLiveOwner(cmd.owner)) return rejected(reject('FX_QUOTE_UNAVAILABLE', 'Live cross-currency service quotes need an FX rail, which is not offered.'));
+  // Live money is priced only at an FX connector's rate for this pair (the front end asked it), never
+  // at kobo's reference rates.
+  const liveRate = req.fx !== undefined && req.fx.fromCurrency === pricing.destinationCurrency && req.fx.toCurrency === pricing.sourceCurrency;
+  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) return rejected(reject('FX_QUOTE_UNAVAILABLE', `No live FX rate for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}: no FX connector covers the pair.`));
   const quote: ServiceQuote = {
     id: ctx.mintId(),
     owner: cmd.owner,
