@@ -30,8 +30,7 @@ import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveA
 import { reject, type Rejection } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { railDown, setRailDown } from '../rails/sandbox-services.ts';
-import { lookUp } from '../rails/rails.ts';
-import { randomUUID } from 'node:crypto';
+import { lookUpRecipient } from './recipient-lookup.ts';
 import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
 import {
   Catalogue,
@@ -329,30 +328,6 @@ async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
     phone_validation: inputs.phone,
     validated_at: new Date(ctx.nowMs).toISOString(),
   });
-}
-
-interface Lookup { valid: boolean; customerName: string; address: string; serviceable: boolean; reason: string | null }
-
-/**
- * The recipient lookup of the rail serving the service (rails.ts: the sandbox's simulator, or a live
- * connector declaring `resolve` for it). No rail → 422 SERVICE_UNAVAILABLE; no answer → 502 PROVIDER_FAILURE.
- */
-async function lookUpRecipient(ctx: RequestContext, service: MarketService, input: { operatorCode: string | null; accountRef: string; meterType: string | null }): Promise<Lookup | Reply> {
-  const account = { type: 'service', service_code: service.code, country: service.country, operator_code: input.operatorCode, account_ref: input.accountRef, meter_type: input.meterType };
-  const answer = await lookUp(ctx.owner, 'resolve', { service: service.code, country: service.country }, `resolve-${randomUUID()}`, { account }, ctx.nowMs);
-  if (answer === null) return errorOf(reject('SERVICE_UNAVAILABLE', `Recipient lookup for live ${service.code} in ${service.country} is not offered: no connector serves it (${NO_LIVE_CONNECTOR}).`));
-  if (answer.outcome === 'failed') return { valid: false, customerName: '', address: '', serviceable: false, reason: answer.failureCode };
-  if (answer.outcome !== 'settled' || typeof answer.detail?.account_name !== 'string') {
-    return errorOf(reject('PROVIDER_FAILURE', `The ${service.code} lookup rail did not answer; retry shortly.`));
-  }
-  const d = answer.detail;
-  return {
-    valid: true,
-    customerName: String(d.account_name).slice(0, 128),
-    address: typeof d.address === 'string' ? d.address.slice(0, 256) : '',
-    serviceable: d.serviceable !== false,
-    reason: typeof d.reason === 'string' ? d.reason.slice(0, 64) : null,
-  };
 }
 
 function switchRail(ctx: RequestContext): Reply {

@@ -98,7 +98,7 @@ export type CommandBody =
   /** Take unused quotes past expiry out of the heap; the cutoff is each owner's sandbox-clock now. */
   | { k: 'quotes.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   | { k: 'idem.replay' }
-  /** A live rail's answer (connector response or callback) about one entity and attempt; see src/rails/rail.ts. */
+  /** A rail's answer about one entity and attempt (see src/rails/rail.ts): a connector's response or callback; null: the sandbox rail's, taken when applied. */
   | { k: 'rail.answer'; kind: RailKind; id: string; attempt: number; phase: RailOp | 'callback'; answer: RailAnswer | null; /** callbacks: the connector that sent it */ connector?: string };
 
 export type Command = CommandBase & CommandBody;
