@@ -224,7 +224,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   // Lookups that move no money (account names, recipients, FX rates) are asked from the main thread.
   let publicUrl = config.publicUrl;
   setLiveRails(config.connectors.map((c) => connectorRail(c, () => publicUrl, (sample) => metrics.connectorCall(sample))));
-  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 }, connectors: new Map(config.connectors.map((c) => [c.name, c])) };
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
   const router = new Router();
   router.add([
     ...countryRoutes(),

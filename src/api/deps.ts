@@ -2,7 +2,6 @@
 // and the one helper that turns a request into a (possibly idempotent) shard command.
 // Main thread. Routing uses the partition encoded in ids, so no lookup precedes a command.
 // Invariant: an idempotent command carries scope and fingerprint, and runs through the index.
-import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { createHash } from 'node:crypto';
 import { isRejection, reject, statusOf, type Rejection } from '../errors.ts';
 import { partitionOfId } from '../ids.ts';
@@ -25,8 +24,6 @@ export interface ApiDeps {
   clocks: SandboxClocks;
   /** Wrong-PIN lock (src/api/pin-check.ts); the defaults when absent. */
   pinPolicy?: PinPolicy;
-  /** Operator connectors by name (live rails the front end calls itself: account-name resolution). */
-  connectors?: ReadonlyMap<string, ConnectorConfig>;
 }
 
 export function errorOf(rejection: Rejection): Reply {
