@@ -132,7 +132,9 @@ export function sandboxOpening(input: { paymentId: string; method: string; custo
       }
     : null;
   // Derived from a minted id (random in production, fixed in replay tests): handlers stay pure.
-  return { instructions, ...(input.method === 'card' ? { checkoutToken: createHash('sha256').update(input.mintId()).digest('hex').slice(0, 32) } : {}) };
+  const opening: SandboxOpening = { instructions };
+  if (input.method === 'card') opening.checkoutToken = createHash('sha256').update(input.mintId()).digest('hex').slice(0, 32);
+  return opening;
 }
 
 /** The sandbox's screening magic values: these amounts are blocked with COMPLIANCE_DENIED. */

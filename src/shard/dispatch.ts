@@ -7,7 +7,7 @@ import { errorReply } from './handlers/common.ts';
 import { reject } from '../errors.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
-import { isStoredResult, type PartitionState, type StoredReply } from './state.ts';
+import { isStoredResult, type IdempotencyRecord, type PartitionState, type StoredReply } from './state.ts';
 import { createCustomer, getCustomer, getWallet, recordPinFailure, updateCustomer } from './handlers/customers.ts';
 import { cancelTransaction, createTransaction, getTransaction, retryTransaction } from './handlers/transactions.ts';
 import { createQuote, executeExchange } from './handlers/exchange.ts';
@@ -128,7 +128,8 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   if (cmd.idem !== undefined && isStoredResult(reply.status)) {
     // The record (with the reply) goes to the idempotency table in this batch's transaction; the WAL
     // keeps only its header, so a reply is not written twice.
-    const record = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs, ...(cmd.idem.h === undefined ? {} : { h: cmd.idem.h }) };
+    const record: IdempotencyRecord = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs };
+    if (cmd.idem.h !== undefined) record.h = cmd.idem.h;
     state.idempotency.set(record);
     events.push({ t: 'idem.stored', record: { scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs, status: record.status }, inRow: true });
     return { reply, events, effects: outcome.effects ?? [], stored: true };

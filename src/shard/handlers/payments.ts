@@ -134,11 +134,13 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     reference: body.reference,
     walletId,
     instructions: opening?.instructions ?? null,
-    ...(opening?.checkoutToken === undefined ? {} : { checkoutToken: opening.checkoutToken }),
-    ...(method === 'mobile_money' ? { promptPhone: customer.phone } : {}),
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
   };
+  // Optional fields are added after the literal: conditional spreads inside it made every create
+  // build its object shape at run time (a V8 runtime call per field; 10% of the shard's CPU).
+  if (opening?.checkoutToken !== undefined) payment.checkoutToken = opening.checkoutToken;
+  if (method === 'mobile_money') payment.promptPhone = customer.phone;
   events.push({ t: 'txn.created', txn }, { t: 'payment.created', payment }, usageEvent(customer, body.currency, body.amountMinor, ctx.nowMs));
   const effects: Effect[] = [];
   if (method === 'wallet') {
