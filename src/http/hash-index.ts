@@ -3,7 +3,8 @@
 // Invariant: no entry is ever lost by growth or removal; a hash may hold several values (collisions).
 // Why not a Map: V8 caps a Map at 2^24 entries (a RangeError past it: ~16.7M keys, i.e. 100 keyed
 // POSTs a second over a 48 h retention), stores each 48-bit key as a heap number, and rehashes by
-// copying entries; here a key costs ≈ 23 B and the only limit is memory.
+// copying entries; here a slot is 16 B (a key 23–46 B with the load; 33.6 B at 1M keys, measured)
+// and the only limit is memory.
 
 /** Fraction of slots in use before the table doubles. */
 const LOAD_MAX = 0.7;
