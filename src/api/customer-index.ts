@@ -2,8 +2,10 @@
 // Main thread; rebuilt from the shards at start-up. A value is reserved before the creating command is
 // sent and released if the command does not succeed, so two concurrent creations cannot both pass.
 // Invariant: within one owner, an email or phone maps to at most one customer.
+import { SplitMap } from '../http/split-map.ts';
+
 export class CustomerIndex {
-  private readonly byValue = new Map<string, string>();
+  private readonly byValue = new SplitMap<string>();
 
   private static emailKey(owner: string, email: string): string {
     return `${owner}|e|${email}`;

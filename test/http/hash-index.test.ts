@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { HashIndex } from '../../src/http/hash-index.ts';
+import { SplitMap } from '../../src/http/split-map.ts';
 
 type Op = { kind: 'add' | 'remove'; hash: number; value: number };
 
@@ -51,5 +52,21 @@ describe('HashIndex', () => {
     assert.equal(index.size, keys);
     for (const i of [0, 1, 2 ** 23, keys - 1]) assert.deepEqual(index.get(i * 7_919 + 3), [i]);
     assert.deepEqual(index.get(5), []);
+  });
+});
+
+describe('SplitMap', () => {
+  it('a million customer keys → spread evenly over its parts (so no part nears V8\'s 2^24 cap until ~4 billion keys); get and delete work', () => {
+    const map = new SplitMap<number>();
+    const keys = 1_000_000;
+    for (let i = 0; i < keys; i += 1) map.set(`test:acct|e|c${i}@example.com`, i);
+    assert.equal(map.size, keys);
+    const sizes = map.partSizes();
+    assert.equal(sizes.length, 256);
+    assert.ok(Math.max(...sizes) < (2 * keys) / sizes.length, `largest part ${Math.max(...sizes)} of ${keys}`);
+    assert.equal(map.get('test:acct|e|c0@example.com'), 0);
+    assert.equal(map.delete('test:acct|e|c7@example.com'), true);
+    assert.equal(map.get('test:acct|e|c7@example.com'), undefined);
+    assert.equal(map.size, keys - 1);
   });
 });
