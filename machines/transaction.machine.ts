@@ -7,7 +7,8 @@ export const TRANSACTION_STATUSES = ['pending', 'processing', 'completed', 'fail
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
 
 export const RETRYABLE_FAILURE_CODES = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED'] as const;
-export const FINAL_FAILURE_CODES = ['COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'CANCELLED'] as const;
+/** EXPIRED: a sandbox collection the payer never paid before its instructions or page expired. */
+export const FINAL_FAILURE_CODES = ['COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'CANCELLED', 'EXPIRED'] as const;
 export type FailureCode = (typeof RETRYABLE_FAILURE_CODES)[number] | (typeof FINAL_FAILURE_CODES)[number];
 
 export interface TransactionContext extends Record<string, unknown> {

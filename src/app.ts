@@ -171,6 +171,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     snapshotEveryRecords: config.snapshotEveryRecords,
     walRetainRecords: config.walRetainRecords,
     quoteSweepMs: config.quoteSweepMs,
+    collectionSweepMs: config.collectionSweepMs,
     clockOffsets: clocks.entries(),
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,

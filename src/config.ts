@@ -31,6 +31,7 @@ const ConfigSchema = Type.Object({
   /** WAL records kept after the snapshots that cover them, for audit and verify. */
   walRetainRecords: Type.Integer({ minimum: 0 }),
   quoteSweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),
+  collectionSweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),
   shardQueueMax: Type.Integer({ minimum: 1 }),
   batchCommandsMax: Type.Integer({ minimum: 1 }),
   railLatencyMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
@@ -127,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     snapshotEveryRecords: intFrom(env, 'KOBO_SNAPSHOT_EVERY_RECORDS', 50_000),
     walRetainRecords: intFrom(env, 'KOBO_WAL_RETAIN_RECORDS', 100_000),
     quoteSweepMs: intFrom(env, 'KOBO_QUOTE_SWEEP_MS', 60_000),
+    collectionSweepMs: intFrom(env, 'KOBO_COLLECTION_SWEEP_MS', 60_000),
     shardQueueMax: intFrom(env, 'KOBO_SHARD_QUEUE_MAX', 10_000),
     batchCommandsMax: intFrom(env, 'KOBO_BATCH_COMMANDS_MAX', 1_000),
     railLatencyMs: intFrom(env, 'KOBO_RAIL_LATENCY_MS', 20),

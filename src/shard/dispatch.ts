@@ -17,7 +17,7 @@ import { orderPaid, refundOrder, resolveOrder, retryOrder } from './handlers/ful
 import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, submitTransfer } from './handlers/transfers.ts';
 import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from './handlers/beneficiaries.ts';
 import { railAnswered } from './handlers/rail-answers.ts';
-import { checkoutPayment, createPayment, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
+import { checkoutPayment, createPayment, expirePayments, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 /**
  * Forgets records older than their owner's cutoff (each owner has its own sandbox clock). The event
@@ -77,6 +77,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.resolve': return resolveOrder(ctx, cmd);
     case 'idem.expire': return expireIdempotency(cmd);
     case 'quotes.expire': return expireQuotes(ctx, cmd);
+    case 'payments.expire': return expirePayments(ctx, cmd);
     case 'rail.answer': return railAnswered(ctx, cmd);
     case 'idem.replay':
       // The front end's index (keyed by a hash of the scope) placed the key here, but no record has

@@ -24,6 +24,7 @@ export interface PoolOptions {
   snapshotEveryRecords: number;
   walRetainRecords: number;
   quoteSweepMs: number;
+  collectionSweepMs: number;
   clockOffsets: Array<[string, number]>;
   /** Operator connectors (live rails), handed to every shard. */
   connectors?: ConnectorConfig[];
@@ -76,6 +77,7 @@ export class ShardPool {
         snapshotEveryRecords: this.options.snapshotEveryRecords,
         walRetainRecords: this.options.walRetainRecords,
         quoteSweepMs: this.options.quoteSweepMs,
+        collectionSweepMs: this.options.collectionSweepMs,
         clockOffsets: this.options.clockOffsets,
         connectors: this.options.connectors ?? [],
         requeryAfterMs: this.options.requeryAfterMs ?? 300_000,

@@ -97,6 +97,8 @@ export type CommandBody =
   | { k: 'idem.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   /** Take unused quotes past expiry out of the heap; the cutoff is each owner's sandbox-clock now. */
   | { k: 'quotes.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
+  /** Sandbox collections still unpaid when their instructions expire fail with EXPIRED (owner clocks). */
+  | { k: 'payments.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   | { k: 'idem.replay' }
   /** A rail's answer about one entity and attempt (see src/rails/rail.ts): a connector's response or callback; null: the sandbox rail's, taken when applied. */
   | { k: 'rail.answer'; kind: RailKind; id: string; attempt: number; phase: RailOp | 'callback'; answer: RailAnswer | null; /** callbacks: the connector that sent it */ connector?: string };

@@ -41,6 +41,8 @@ export interface ShardWorkerData {
   walRetainRecords: number;
   /** How often unused quotes past expiry leave the heap. */
   quoteSweepMs: number;
+  /** How often unpaid sandbox collections past their instructions' expiry fail. */
+  collectionSweepMs: number;
   clockOffsets: Array<[owner: string, offsetMs: number]>;
   /** Operator connectors (live rails): their calls run here, as effects after commit. */
   connectors: ConnectorConfig[];
@@ -330,3 +332,14 @@ function sweepQuotes(): void {
   }
 }
 setInterval(sweepQuotes, data.quoteSweepMs).unref();
+
+/** Sandbox collections nobody paid before their instructions expired fail (EXPIRED) and leave the heap. */
+function sweepCollections(): void {
+  const nowMs = Date.now();
+  const cutoffMs = ownerNows(nowMs);
+  for (const partition of partitions) {
+    if (states.get(partition)!.payments.size === 0) continue;
+    enqueue({ n: -1, cmd: { k: 'payments.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:payments', nowMs, partition } });
+  }
+}
+setInterval(sweepCollections, data.collectionSweepMs).unref();

@@ -93,7 +93,8 @@ async function wallet(walletId: string) {
 
 
 before(async () => {
-  server = await startServer({ keys: [KEY, KEY_OTHER, KEY_CLOCK], env: { KOBO_RAIL_LATENCY_MS: '60000' } });
+  // Yesterday's bank payment must still be pending after the clock moves a day: no collection expiry sweep here.
+  server = await startServer({ keys: [KEY, KEY_OTHER, KEY_CLOCK], env: { KOBO_RAIL_LATENCY_MS: '60000', KOBO_COLLECTION_SWEEP_MS: '86400000' } });
   api = client(server.baseUrl, KEY);
   apiOther = client(server.baseUrl, KEY_OTHER);
   apiClock = client(server.baseUrl, KEY_CLOCK);

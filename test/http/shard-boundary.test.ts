@@ -16,7 +16,7 @@ test('pool: an unclonable command in a batch → 500 INTERNAL for it alone; the 
   const pool = new ShardPool({
     shards: 1, dataDir, railLatencyMs: 5, batchCommandsMax: 100, shardQueueMax: 100, snapshotIntervalMs: 0,
     idempotencyRetentionMs: 86_400_000, idempotencySweepMs: 3_600_000, onIdempotencyExpired: () => {},
-    snapshotEveryRecords: 0, walRetainRecords: 100_000, quoteSweepMs: 60_000, clockOffsets: [], onFatal: (m) => (fatal = m), onOutbox: () => {}, log: (m) => logged.push(m),
+    snapshotEveryRecords: 0, walRetainRecords: 100_000, quoteSweepMs: 60_000, collectionSweepMs: 60_000, clockOffsets: [], onFatal: (m) => (fatal = m), onOutbox: () => {}, log: (m) => logged.push(m),
   });
   await pool.start();
   try {

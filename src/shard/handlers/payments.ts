@@ -252,6 +252,38 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
 
 const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED', 'COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED'];
 
+/** Payments one sweep command expires at most (the rest wait for the next sweep: no long batch). */
+export const EXPIRE_PAYMENTS_MAX = 2_000;
+
+/**
+ * A sandbox collection (bank transfer, card page, mobile-money prompt) the payer has not paid when its
+ * instructions expire (a day after creation, on the owner's sandbox clock) fails with EXPIRED, final:
+ * the client creates a new payment. Without this an abandoned collection stayed in memory forever. A
+ * live collection's end is its connector's word (a failed callback), never kobo's guess.
+ */
+export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payments.expire' }): Outcome {
+  const events: WalEvent[] = [];
+  let expired = 0;
+  for (const payment of ctx.state.payments.values()) {
+    if (expired >= EXPIRE_PAYMENTS_MAX) break;
+    if (payment.status !== 'pending' || payment.method === 'wallet' || isLiveOwner(payment.owner)) continue;
+    if (collectionExpiresAtMs(payment) >= (cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs)) continue;
+    const txn = ctx.state.transactions.get(payment.transactionId);
+    if (txn === undefined) continue;
+    // Failed at the owner's sandbox-clock now (the sweep's cutoff for that owner).
+    const failed = failEvents({ ...ctx, nowMs: cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs }, txn, { code: 'EXPIRED', stage: 'collection', message: 'The payer did not pay before the collection expired.' }, 'fail');
+    if (failed === null) continue;
+    events.push(...failed);
+    expired += 1;
+  }
+  return { events, reply: () => ({ status: 200, json: JSON.stringify({ data: { expired } }) }) };
+}
+
+/** When a collection stops accepting the payer's money: its instructions' expiry, else a day after creation. */
+function collectionExpiresAtMs(payment: Payment): number {
+  return payment.instructions?.expiresAtMs ?? payment.createdAtMs + INSTRUCTIONS_TTL_MS;
+}
+
 export function failPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.fail' }): Outcome {
   const payment = paymentFor(ctx, cmd, cmd.id);
   if (isRejection(payment)) return rejected(payment);
