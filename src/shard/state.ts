@@ -81,6 +81,11 @@ export interface Transaction {
   transferId: string | null;
   /** The service order this transaction is the ledger truth of (type service), if any. */
   orderId?: string;
+  /**
+   * Created by POST /v1/transactions: a recorded intent that nothing moves but a cancel. It lives in the
+   * cold table from its creation (a client may leave millions pending); a cancel brings it back.
+   */
+  bare?: true;
   /** An exchange's transaction: the exchange and its other leg (amount_minor/currency are the source leg). */
   exchange?: { id: string; toAmountMinor: number; toCurrency: string };
   createdAtMs: number;
@@ -334,7 +339,7 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
   return {
     partition,
     customers: new Map(),
-    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.status === 'completed' || t.status === 'failed'),
+    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.status === 'completed' || t.status === 'failed' || t.bare === true),
     payments: new EntityTable<Payment>('payment', cold, (p) => p.status === 'completed' || p.status === 'failed'),
     quotes: new EntityTable<ExchangeQuote>('fx_quote', cold, (q) => q.usedBy !== null || q.expired === true),
     exchanges: new EntityTable<Exchange>('exchange', cold, () => true),

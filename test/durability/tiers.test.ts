@@ -173,3 +173,28 @@ test('expired exchange quote: swept out of the heap to the cold table, POST /v1/
     await server.stop();
   }
 });
+
+test('a bare transaction (POST /v1/transactions) → cold from creation; GET the same body; cancel brings it back and fails it; the same after restart', async () => {
+  let server = await startServer({ keys });
+  try {
+    const api = client(server.baseUrl, key);
+    const customer = await fundedCustomer(server);
+    const created = await api('POST', '/v1/transactions', { idempotencyKey: idem('bare'), body: { type: 'transfer', customer_id: customer.id, amount_minor: 700, currency: 'NGN' } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id: string = created.body.data.id;
+    assert.equal(created.body.data.status, 'pending');
+    assert.ok(coldHas(server.dataDir, id), 'a pending bare transaction is written cold with its creation');
+    assert.deepEqual((await api('GET', `/v1/transactions/${id}`)).body, created.body, 'same body from the cold table');
+    const cancelled = await api('POST', `/v1/transactions/${id}/cancel`);
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    assert.equal(cancelled.body.data.status, 'failed');
+    assert.equal(cancelled.body.data.failure.code, 'CANCELLED');
+    await server.kill();
+    server = await startServer({ keys, dataDir: server.dataDir });
+    const again = client(server.baseUrl, key);
+    assert.deepEqual((await again('GET', `/v1/transactions/${id}`)).body, cancelled.body, 'the cancelled version after a restart');
+    assert.equal((await again('POST', `/v1/transactions/${id}/cancel`)).status, 409, 'cancelled once');
+  } finally {
+    await server.stop();
+  }
+});

@@ -33,6 +33,7 @@ export function createTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.
     reference: cmd.body.reference,
     paymentId: null,
   });
+  txn.bare = true;
   return {
     events: [{ t: 'txn.created', txn }, usageEvent(customer, txn.currency, txn.amountMinor, ctx.nowMs)],
     reply: replyTxn(txn.id, 201),
