@@ -51,22 +51,30 @@ function expectError(res: ApiResponse, status: number, code: string): void {
 /** A POST through node:http: `chunks` written one by one; chunked encoding unless Content-Length is set. */
 function rawPost(urlPath: string, headers: Record<string, string>, chunks: readonly string[]): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
+    // A server that refuses a body mid-way answers and closes: the client stops writing once the answer
+    // has come (a write after the close would fail with EPIPE and hide the answer), and waits a little
+    // between chunks so the answer can come first.
+    let answered = false;
     const req = http.request({ host: '127.0.0.1', port: server.port, method: 'POST', path: urlPath, headers, agent: false }, (res) => {
+      answered = true;
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text === '' ? null : JSON.parse(text) }));
     });
-    req.on('error', reject);
+    req.on('error', (error) => {
+      if (!answered) reject(error);
+    });
     let index = 0;
     const writeNext = (): void => {
+      if (answered) return;
       const chunk = chunks[index];
       index += 1;
       if (chunk === undefined) {
         req.end();
         return;
       }
-      req.write(chunk, () => setImmediate(writeNext));
+      req.write(chunk, () => setTimeout(writeNext, 20));
     };
     writeNext();
   });
