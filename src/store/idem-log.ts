@@ -5,6 +5,7 @@
 import type Database from 'better-sqlite3';
 import { ownerOfScope, packIdemAt, type IdempotencyRecord, type IdemOp } from './tiers.ts';
 import { scopeHash } from './scope-hash.ts';
+import { Statements } from './statements.ts';
 
 /**
  * Lookups go by `seq`, which the front end's index hands over with the key's hash; expiry goes by
@@ -37,17 +38,14 @@ export interface IdemRowOut {
 }
 
 export class IdemLog {
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements: Statements;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: Database.Database) {
+    this.statements = new Statements(db);
+  }
 
   private stmt(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return this.statements.get(sql);
   }
 
   /**

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
 import fs from 'node:fs';
 import { ENTITY_KINDS, type ColdReader, type EntityKind, type IdempotencyRecord } from './tiers.ts';
+import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, type IdemChange, type IdemRowOut } from './idem-log.ts';
 
 export type { IdemChange } from './idem-log.ts';
@@ -70,7 +71,7 @@ export class ShardStore implements ColdReader {
   private readonly insertWal: Database.Statement;
   private readonly insertSnapshot: Database.Statement;
   private readonly appendTx: (records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras) => { next: number; forgotten: Array<[number, number]> };
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements: Statements;
   /**
    * While recovery replays record L, a cold read must see the entity as it was before L (a later
    * version may already be on disk); Infinity when live.
@@ -87,6 +88,7 @@ export class ShardStore implements ColdReader {
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
   constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}) {
     this.db = openDatabase(file, options);
+    this.statements = new Statements(this.db);
     this.journalFile = `${file}-wal`;
     this.idem = new IdemLog(this.db);
     if (options.readonly !== true) {
@@ -131,12 +133,7 @@ export class ShardStore implements ColdReader {
   }
 
   private stmt(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return this.statements.get(sql);
   }
 
   /** The highest LSN and batch ever truncated away, so numbering never goes back. */
