@@ -86,6 +86,8 @@ export interface Transaction {
    * cold table from its creation (a client may leave millions pending); a cancel brings it back.
    */
   bare?: true;
+  /** A sandbox collection's transaction: cold while it waits for the payer, like its payment. */
+  awaitsPayer?: true;
   /** An exchange's transaction: the exchange and its other leg (amount_minor/currency are the source leg). */
   exchange?: { id: string; toAmountMinor: number; toCurrency: string };
   createdAtMs: number;
@@ -324,7 +326,28 @@ export interface PartitionState {
   orders: EntityTable<ServiceOrder>;
   idempotency: IdemTable;
   ledger: LedgerState;
+  /**
+   * Sandbox collections waiting for their payer (id → when their instructions expire), a compact
+   * stand-in for the payments themselves, which live in the cold table meanwhile (a client may leave
+   * millions unpaid); the expiry sweep walks this, not the heap.
+   */
+  collectionsDue: Map<string, number>;
 }
+
+/**
+ * A sandbox collection waiting for its payer: nothing moves it but the payer (settle), a failure, a
+ * cancel or expiry, all of which read it by id. (Live ones stay hot: their connector is requeried.)
+ */
+export function awaitsPayer(payment: Payment): boolean {
+  return payment.status === 'pending' && payment.method !== 'wallet' && payment.orderId === undefined && payment.owner.startsWith('test:');
+}
+
+/** When a collection stops accepting the payer's money: its instructions' expiry, else a day after creation. */
+export function collectionExpiresAtMs(payment: Payment): number {
+  return payment.instructions?.expiresAtMs ?? payment.createdAtMs + COLLECTION_TTL_MS;
+}
+
+export const COLLECTION_TTL_MS = 86_400_000;
 
 /** Where a partition's finished entities and idempotency records live; null keeps everything in the heap. */
 export interface PartitionTiers {
@@ -339,8 +362,8 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
   return {
     partition,
     customers: new Map(),
-    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.status === 'completed' || t.status === 'failed' || t.bare === true),
-    payments: new EntityTable<Payment>('payment', cold, (p) => p.status === 'completed' || p.status === 'failed'),
+    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.status === 'completed' || t.status === 'failed' || t.bare === true || (t.status === 'pending' && t.awaitsPayer === true)),
+    payments: new EntityTable<Payment>('payment', cold, (p) => p.status === 'completed' || p.status === 'failed' || awaitsPayer(p)),
     quotes: new EntityTable<ExchangeQuote>('fx_quote', cold, (q) => q.usedBy !== null || q.expired === true),
     exchanges: new EntityTable<Exchange>('exchange', cold, () => true),
     beneficiaries: new Map(),
@@ -351,6 +374,7 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
     orders: new EntityTable<ServiceOrder>('order', cold, (o) => FINISHED_ORDER.has(o.status)),
     idempotency: new IdemTable(tiers?.idem ?? null),
     ledger: emptyLedger(),
+    collectionsDue: new Map(),
   };
 }
 

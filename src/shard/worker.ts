@@ -338,7 +338,7 @@ function sweepCollections(): void {
   const nowMs = Date.now();
   const cutoffMs = ownerNows(nowMs);
   for (const partition of partitions) {
-    if (states.get(partition)!.payments.size === 0) continue;
+    if (states.get(partition)!.collectionsDue.size === 0) continue;
     enqueue({ n: -1, cmd: { k: 'payments.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:payments', nowMs, partition } });
   }
 }

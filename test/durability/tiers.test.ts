@@ -198,3 +198,30 @@ test('a bare transaction (POST /v1/transactions) → cold from creation; GET the
     await server.stop();
   }
 });
+
+test('a sandbox collection waiting for its payer → cold from creation (payment and transaction); settling it brings it back, credits the wallet once; after restart the same', async () => {
+  let server = await startServer({ keys });
+  try {
+    const api = client(server.baseUrl, key);
+    const customer = await fundedCustomer(server);
+    const created = await api('POST', '/v1/payments', { idempotencyKey: idem('wait'), body: { customer_id: customer.id, amount_minor: 40_000, currency: 'NGN', method: 'bank_transfer' } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const { id, transaction_id: txnId } = created.body.data as { id: string; transaction_id: string };
+    assert.ok(coldHas(server.dataDir, id), 'the waiting payment is in the cold table');
+    assert.ok(coldHas(server.dataDir, txnId), 'and its transaction');
+    assert.deepEqual((await api('GET', `/v1/payments/${id}`)).body, created.body, 'same body from the cold table');
+    const settled = await api('POST', `/v1/test_helpers/payments/${id}/settle`);
+    assert.equal(settled.status, 200, JSON.stringify(settled.body));
+    assert.equal(settled.body.data.status, 'completed');
+    const balance: number = (await api('GET', `/v1/wallets/${customer.walletId}`)).body.data.balance_minor;
+    assert.equal(balance, customer.balance + 40_000 - settled.body.data.fee_minor, 'credited once, less its fee');
+    await server.kill();
+    server = await startServer({ keys, dataDir: server.dataDir });
+    const again = client(server.baseUrl, key);
+    assert.deepEqual((await again('GET', `/v1/payments/${id}`)).body, settled.body);
+    assert.equal((await again('GET', `/v1/wallets/${customer.walletId}`)).body.data.balance_minor, balance);
+    assert.equal((await again('POST', `/v1/test_helpers/payments/${id}/settle`)).status, 409, 'settled once');
+  } finally {
+    await server.stop();
+  }
+});

@@ -119,6 +119,8 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     reference: body.reference,
     paymentId,
   });
+  // A sandbox collection then waits for its payer, cold (see awaitsPayer); its transaction with it.
+  if (method !== 'wallet' && !isLiveOwner(cmd.owner)) txn.awaitsPayer = true;
   // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
   const opening = method === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: INSTRUCTIONS_TTL_MS, mintId: ctx.mintId });
   const payment: Payment = {
@@ -264,10 +266,10 @@ export const EXPIRE_PAYMENTS_MAX = 2_000;
 export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payments.expire' }): Outcome {
   const events: WalEvent[] = [];
   let expired = 0;
-  for (const payment of ctx.state.payments.values()) {
+  for (const [id, expiresAtMs] of ctx.state.collectionsDue) {
     if (expired >= EXPIRE_PAYMENTS_MAX) break;
-    if (payment.status !== 'pending' || payment.method === 'wallet' || isLiveOwner(payment.owner)) continue;
-    if (collectionExpiresAtMs(payment) >= (cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs)) continue;
+    const payment = ctx.state.payments.get(id);
+    if (payment === undefined || expiresAtMs >= (cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs)) continue;
     const txn = ctx.state.transactions.get(payment.transactionId);
     if (txn === undefined) continue;
     // Failed at the owner's sandbox-clock now (the sweep's cutoff for that owner).
@@ -277,11 +279,6 @@ export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payment
     expired += 1;
   }
   return { events, reply: () => ({ status: 200, json: JSON.stringify({ data: { expired } }) }) };
-}
-
-/** When a collection stops accepting the payer's money: its instructions' expiry, else a day after creation. */
-function collectionExpiresAtMs(payment: Payment): number {
-  return payment.instructions?.expiresAtMs ?? payment.createdAtMs + INSTRUCTIONS_TTL_MS;
 }
 
 export function failPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.fail' }): Outcome {
