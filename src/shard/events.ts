@@ -25,7 +25,7 @@ import type {
   Transaction,
   Wallet,
 } from './state.ts';
-import { awaitsPayer, collectionExpiresAtMs } from './state.ts';
+import { awaitsPayer, collectionDue } from './state.ts';
 
 export type CustomerPatch = Partial<Pick<Customer, 'name' | 'email' | 'phone' | 'tier' | 'kycLevel' | 'pinHash'>>;
 
@@ -157,7 +157,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
     case 'payment.created':
       assert(!state.payments.hasHot(event.payment.id), 'apply: payment exists');
       state.payments.set(event.payment.id, { ...event.payment });
-      if (awaitsPayer(event.payment)) state.collectionsDue.set(event.payment.id, collectionExpiresAtMs(event.payment));
+      if (awaitsPayer(event.payment)) state.collectionsDue.set(event.payment.id, collectionDue(event.payment));
       return;
     case 'payment.rail': {
       const payment = state.payments.mutable(event.id);
@@ -171,7 +171,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       assert(payment !== undefined, 'apply: payment missing');
       payment.status = event.status;
       payment.updatedAtMs = event.atMs;
-      if (awaitsPayer(payment)) state.collectionsDue.set(payment.id, collectionExpiresAtMs(payment));
+      if (awaitsPayer(payment)) state.collectionsDue.set(payment.id, collectionDue(payment));
       else state.collectionsDue.delete(payment.id);
       return;
     }

@@ -2,7 +2,7 @@
 // Runs in shard workers and the CLI; src/store/snapshot.ts compresses and checksums the result.
 // Invariant: decode(encode(state)) is deep-equal to state.
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import { awaitsPayer, collectionExpiresAtMs, emptyPartition, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from './state.ts';
+import { awaitsPayer, collectionDue, emptyPartition, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from './state.ts';
 
 /**
  * v2 holds the heap only: finished entities are in the cold table and idempotency records in their
@@ -27,7 +27,7 @@ interface PartitionImage {
   /** v1 only; v2 images leave idempotency records to their table. */
   idempotency?: IdempotencyRecord[];
   /** [payment id, expiry] of sandbox collections waiting (cold) for their payer. */
-  collectionsDue?: Array<[string, number]>;
+  collectionsDue?: Array<[id: string, expiresAtMs: number, owner: string]>;
 }
 
 export function encodePartition(state: PartitionState): string {
@@ -47,7 +47,7 @@ export function encodePartition(state: PartitionState): string {
     outbox: [...state.outbox.values()],
     serviceQuotes: [...state.serviceQuotes.values()],
     orders: [...state.orders.values()],
-    collectionsDue: [...state.collectionsDue],
+    collectionsDue: [...state.collectionsDue].map(([id, due]) => [id, due.expiresAtMs, due.owner]),
   };
   return JSON.stringify(image);
 }
@@ -75,9 +75,9 @@ export function decodePartition(json: string, tiers: PartitionTiers | null = nul
   for (const r of image.idempotency ?? []) state.idempotency.set(r);
   for (const a of image.accounts) state.ledger.accounts.set(a.id, a);
   for (const h of image.holds) state.ledger.holds.set(h.id, h);
-  for (const [id, atMs] of image.collectionsDue ?? []) state.collectionsDue.set(id, atMs);
+  for (const [id, expiresAtMs, owner] of image.collectionsDue ?? []) state.collectionsDue.set(id, { expiresAtMs, owner });
   // Images from before waiting collections went cold hold them hot: index them (they leave the heap
   // with the other finished entities at start-up).
-  for (const p of image.payments) if (awaitsPayer(p)) state.collectionsDue.set(p.id, collectionExpiresAtMs(p));
+  for (const p of image.payments) if (awaitsPayer(p)) state.collectionsDue.set(p.id, collectionDue(p));
   return state;
 }

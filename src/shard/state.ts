@@ -327,11 +327,11 @@ export interface PartitionState {
   idempotency: IdemTable;
   ledger: LedgerState;
   /**
-   * Sandbox collections waiting for their payer (id → when their instructions expire), a compact
-   * stand-in for the payments themselves, which live in the cold table meanwhile (a client may leave
-   * millions unpaid); the expiry sweep walks this, not the heap.
+   * Sandbox collections waiting for their payer (id → when their instructions expire, and whose clock
+   * decides), a compact stand-in for the payments themselves, which live in the cold table meanwhile
+   * (a client may leave millions unpaid); the expiry sweep walks this and reads only the expired ones.
    */
-  collectionsDue: Map<string, number>;
+  collectionsDue: Map<string, CollectionDue>;
 }
 
 /**
@@ -348,6 +348,15 @@ export function collectionExpiresAtMs(payment: Payment): number {
 }
 
 export const COLLECTION_TTL_MS = 86_400_000;
+
+export interface CollectionDue {
+  expiresAtMs: number;
+  owner: Owner;
+}
+
+export function collectionDue(payment: Payment): CollectionDue {
+  return { expiresAtMs: collectionExpiresAtMs(payment), owner: payment.owner };
+}
 
 /** Where a partition's finished entities and idempotency records live; null keeps everything in the heap. */
 export interface PartitionTiers {

@@ -266,10 +266,12 @@ export const EXPIRE_PAYMENTS_MAX = 2_000;
 export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payments.expire' }): Outcome {
   const events: WalEvent[] = [];
   let expired = 0;
-  for (const [id, expiresAtMs] of ctx.state.collectionsDue) {
+  for (const [id, due] of ctx.state.collectionsDue) {
     if (expired >= EXPIRE_PAYMENTS_MAX) break;
+    // Decided from the index: only an expired collection is read from the cold table.
+    if (due.expiresAtMs >= (cmd.cutoffMs[due.owner] ?? cmd.defaultCutoffMs)) continue;
     const payment = ctx.state.payments.get(id);
-    if (payment === undefined || expiresAtMs >= (cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs)) continue;
+    if (payment === undefined) continue;
     const txn = ctx.state.transactions.get(payment.transactionId);
     if (txn === undefined) continue;
     // Failed at the owner's sandbox-clock now (the sweep's cutoff for that owner).
