@@ -84,6 +84,8 @@ export class ShardStore implements ColdReader {
   private readonly idemLogged: boolean;
   private readonly journalFile: string;
   private journal: { fd: number; ino: number } | null = null;
+  private syncing = 0;
+  private closed = false;
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
   constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}) {
@@ -201,7 +203,16 @@ export class ShardStore implements ColdReader {
       done(new Error('syncJournal: cannot open the sqlite journal', { cause: error }));
       return;
     }
-    fs.fdatasync(journal.fd, (error) => done(error === null ? null : new Error('syncJournal: fdatasync failed', { cause: error })));
+    this.syncing += 1;
+    fs.fdatasync(journal.fd, (error) => {
+      this.syncing -= 1;
+      // Closed meanwhile: the fd was left open for this sync and goes now.
+      if (this.closed && this.syncing === 0 && this.journal !== null) {
+        fs.closeSync(this.journal.fd);
+        this.journal = null;
+      }
+      done(error === null ? null : new Error('syncJournal: fdatasync failed', { cause: error }));
+    });
   }
 
   /**
@@ -333,7 +344,11 @@ export class ShardStore implements ColdReader {
 
   close(): void {
     this.db.close();
-    if (this.journal !== null) fs.closeSync(this.journal.fd);
-    this.journal = null;
+    this.closed = true;
+    // A sync still running on the libuv pool keeps its fd (closing it under fdatasync would be EBADF).
+    if (this.journal !== null && this.syncing === 0) {
+      fs.closeSync(this.journal.fd);
+      this.journal = null;
+    }
   }
 }
