@@ -2,7 +2,6 @@
 // and the one helper that turns a request into a (possibly idempotent) shard command.
 // Main thread. Routing uses the partition encoded in ids, so no lookup precedes a command.
 // Invariant: an idempotent command carries scope and fingerprint, and runs through the index.
-import { createHash } from 'node:crypto';
 import { isRejection, reject, statusOf, type Rejection } from '../errors.ts';
 import { partitionOfId } from '../ids.ts';
 import { PARTITIONS } from '../config.ts';
@@ -11,6 +10,7 @@ import type { ShardPool } from '../shard/pool.ts';
 import type { CommandBody } from '../shard/protocol.ts';
 import type { ControlStore } from '../store/control-store.ts';
 import type { IdempotencyIndex } from '../http/idempotency.ts';
+import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import type { Reply, RequestContext } from '../http/types.ts';
 import type { CustomerIndex } from './customer-index.ts';
 import type { SandboxClocks } from './clocks.ts';
@@ -68,7 +68,7 @@ export function currencyProblem(...codes: string[]): Reply | null {
 }
 
 export function fingerprintOf(ctx: RequestContext): string {
-  return createHash('sha256').update(`${ctx.method} ${ctx.path}\n`).update(ctx.rawBody).digest('hex');
+  return FrontIdempotencyStore.fingerprint(ctx.method, ctx.path, ctx.rawBody);
 }
 
 export async function command(deps: ApiDeps, ctx: RequestContext, partition: number, body: CommandBody, options: { idempotent?: boolean } = {}): Promise<Reply> {

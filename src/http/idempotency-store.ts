@@ -33,6 +33,7 @@ export class FrontIdempotencyStore {
     this.sweep = db.prepare('DELETE FROM front_idempotency WHERE at_ms < ?');
   }
 
+  /** SHA-256 of method, path and the raw body: what "the same request" means for every Idempotency-Key. */
   static fingerprint(method: string, path: string, rawBody: Buffer): string {
     return createHash('sha256').update(`${method} ${path}\n`).update(rawBody).digest('hex');
   }

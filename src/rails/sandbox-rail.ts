@@ -2,7 +2,7 @@
 // deterministically, from the simulators in sandbox-*.ts and the reference FX table. Any thread.
 // Invariant: the same request always gets the same answer (replays, resubmits and requeries after a
 // restart agree), and only rails.ts hands it out — never for a live owner.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { ServiceCode } from '../catalogue/services.ts';
 import { formatRate, midRate, supportsPair } from '../catalogue/fx.ts';
 import { railAnswer as fulfilmentAnswer, COMPLIANCE_DENIED_COST_MINOR } from './sandbox-fulfilment.ts';
@@ -116,7 +116,7 @@ export interface SandboxOpening {
 
 /** A stable sandbox virtual account number for a payment: ten digits from its id. */
 export function sandboxAccountNumber(paymentId: string): string {
-  const digest = createHash('sha256').update(paymentId).digest();
+  const digest = hash('sha256', paymentId, 'buffer');
   return String(digest.readUInt32BE(0) % 1_000_000_000).padStart(10, '9');
 }
 
