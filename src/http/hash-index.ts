@@ -26,11 +26,17 @@ export class HashIndex {
     return this.used;
   }
 
-  /** Adds (hash, value) unless that exact pair is present. */
+  /** Adds (hash, value) unless that exact pair is present (one probe run: find it or its empty slot). */
   add(hash: number, value: number): void {
-    if (this.indexOf(hash, value) >= 0) return;
     if (this.used + 1 > this.keys.length * LOAD_MAX) this.grow();
-    this.place(hash + 1, value);
+    const mask = this.keys.length - 1;
+    const key = hash + 1;
+    let slot = hash % this.keys.length;
+    for (; this.keys[slot] !== 0; slot = (slot + 1) & mask) {
+      if (this.keys[slot] === key && this.values[slot] === value) return;
+    }
+    this.keys[slot] = key;
+    this.values[slot] = value;
     this.used += 1;
   }
 

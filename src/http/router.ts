@@ -53,8 +53,8 @@ function specificity(route: CompiledRoute): number {
   return route.segments.reduce((score, s, i) => score + (s.startsWith(':') ? 0 : 2 ** (16 - i)), 0);
 }
 
+/** `segments` and `parts` have the same length (routes are grouped by it). */
 function matchSegments(segments: string[], parts: string[]): Record<string, string> | null {
-  if (segments.length !== parts.length) return null;
   // Literal segments first: most routes fail there, before any parameter is decoded.
   for (let i = 0; i < segments.length; i += 1) {
     const segment = segments[i]!;

@@ -347,6 +347,7 @@ export function collectionExpiresAtMs(payment: Payment): number {
   return payment.instructions?.expiresAtMs ?? payment.createdAtMs + COLLECTION_TTL_MS;
 }
 
+/** How long a collection's instructions (and hosted page) stay payable: one day. */
 export const COLLECTION_TTL_MS = 86_400_000;
 
 export interface CollectionDue {

@@ -11,7 +11,7 @@ import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
+import { COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { paymentView } from '../views.ts';
 import {
   effectsOf,
@@ -23,7 +23,6 @@ import {
   outboxEvent,
   rejected,
   usageEvent,
-  DAY_MS,
   REQUERY_AFTER_MS,
   stale,
   type Effect,
@@ -37,8 +36,6 @@ import { isLiveOwner } from '../../rails/coverage.ts';
 import { collectionOpening } from '../../rails/rails.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 
-/** How long bank-transfer instructions stay payable. */
-const INSTRUCTIONS_TTL_MS = DAY_MS;
 
 export function listMethods(ctx: HandlerContext, cmd: Command & { k: 'payment.methods' }): Outcome {
   const customer = customerFor(ctx, cmd, cmd.customerId);
@@ -122,7 +119,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   // A sandbox collection then waits for its payer, cold (see awaitsPayer); its transaction with it.
   if (method !== 'wallet' && !isLiveOwner(cmd.owner)) txn.awaitsPayer = true;
   // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
-  const opening = method === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: INSTRUCTIONS_TTL_MS, mintId: ctx.mintId });
+  const opening = method === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: COLLECTION_TTL_MS, mintId: ctx.mintId });
   const payment: Payment = {
     id: paymentId,
     owner: cmd.owner,
@@ -255,7 +252,7 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
 const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED', 'COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED'];
 
 /** Payments one sweep command expires at most (the rest wait for the next sweep: no long batch). */
-export const EXPIRE_PAYMENTS_MAX = 2_000;
+const EXPIRE_PAYMENTS_MAX = 2_000;
 
 /**
  * A sandbox collection (bank transfer, card page, mobile-money prompt) the payer has not paid when its
