@@ -3,6 +3,7 @@
 // Invariant: the server listens only after every shard has recovered and the indexes are rebuilt.
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { PARTITIONS, type Config } from './config.ts';
@@ -50,6 +51,8 @@ export interface RunningApp {
   createdKey: string | null;
   /** The shard count in use: KOBO_SHARDS, or the data dir's recorded count when KOBO_SHARDS is unset. */
   shards: number;
+  /** Where the shards run: worker threads, or inline on the main thread (KOBO_SHARD_MODE). */
+  shardMode: 'threads' | 'inline';
   /**
    * Graceful stop: refuse new connections, let requests already received finish (at most `drainMs`,
    * default KOBO_DRAIN_MS), then snapshot every partition and close. Resolves with requests cut off.
@@ -158,8 +161,11 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   let dispatcher: Dispatcher | undefined;
   let pool: ShardPool | undefined;
   const metrics = new Metrics(() => pool?.queueDepths() ?? []);
+  // One CPU for the process (its affinity: taskset, a cpuset): a worker thread would only add hops.
+  const shardsInline = config.shardMode === 'inline' || (config.shardMode === 'auto' && os.availableParallelism() === 1);
   pool = new ShardPool({
     shards: config.shards,
+    inline: shardsInline,
     dataDir: config.dataDir,
     railLatencyMs: config.railLatencyMs,
     batchCommandsMax: config.batchCommandsMax,
@@ -275,6 +281,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     port,
     createdKey,
     shards: config.shards,
+    shardMode: shardsInline ? 'inline' : 'threads',
     stop: async (drainMs = config.drainMs) => {
       accepting = false;
       const cut = await server.drain(drainMs);

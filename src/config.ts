@@ -19,6 +19,11 @@ const ConfigSchema = Type.Object({
   shards: Type.Integer({ minimum: 1, maximum: PARTITIONS }),
   /** False when KOBO_SHARDS was not set: an existing data dir then keeps the count it was created with. */
   shardsGiven: Type.Boolean(),
+  /**
+   * Where shards run: `threads` (a worker thread each), `inline` (on the main thread's event loop),
+   * `auto` (inline when the process may use one CPU only, where a thread adds hops and no parallelism).
+   */
+  shardMode: Type.Union([Type.Literal('auto'), Type.Literal('threads'), Type.Literal('inline')]),
   apiKeys: Type.Array(Type.String()),
   rateLimitReadPerMin: Type.Integer({ minimum: 1 }),
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
@@ -118,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     dataDir: path.resolve(nonEmpty(env, 'KOBO_DATA_DIR') ?? './data/state'),
     shards: intFrom(env, 'KOBO_SHARDS', Math.max(1, Math.min(os.availableParallelism(), PARTITIONS))),
     shardsGiven: env.KOBO_SHARDS !== undefined,
+    shardMode: (env.KOBO_SHARD_MODE ?? 'auto') as Config['shardMode'],
     apiKeys: (env.KOBO_API_KEYS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0),
     rateLimitReadPerMin: intFrom(env, 'KOBO_RATE_LIMIT_READ_PER_MIN', 300),
     rateLimitWritePerMin: intFrom(env, 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 60),

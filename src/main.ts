@@ -33,7 +33,7 @@ try {
     logging.flush();
     process.stdout.write(`\n  sandbox secret key (shown once, store it now): ${app.createdKey}\n\n`);
   }
-  logging.lifecycle(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s))`, { port: app.port, data_dir: config.dataDir, shards: app.shards });
+  logging.lifecycle(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s), ${app.shardMode === 'inline' ? 'inline on the main thread' : 'on worker threads'})`, { port: app.port, data_dir: config.dataDir, shards: app.shards, shard_mode: app.shardMode });
   let stopping = false;
   stop = (signal: string): void => {
     if (stopping) return;

@@ -14,6 +14,7 @@ import { decodePartition, encodePartition } from '../shard/partition-image.ts';
 import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
+import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 
 const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
@@ -23,10 +24,12 @@ const TIER_TABLES_SQL = `
   CREATE TABLE IF NOT EXISTS cold (kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
     body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS idem (scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
-    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;`;
+    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;
+  ${DUE_SQL}`;
 const TIER_COLUMNS = {
   cold: 'kind, id, lsn, partition, body, crc',
   idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn',
+  due: DUE_COLUMNS,
 } as const;
 
 export function serverPid(dataDir: string): number | null {
@@ -110,14 +113,16 @@ export function takeSnapshot(dataDir: string, outFile: string, progress: (m: str
 }
 
 /** Copies a shard file's cold and idempotency rows written up to `lsn` (a running server may be ahead). */
-function copyTiers(backup: Database.Database, shardPath: string, lsn: number): { cold: number; idem: number } {
+function copyTiers(backup: Database.Database, shardPath: string, lsn: number): { cold: number; idem: number; due: number } {
   backup.prepare('ATTACH DATABASE ? AS s').run(shardPath);
   try {
     const has = (table: string): boolean => backup.prepare("SELECT 1 FROM s.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     // The shard file keeps idempotency records in `idem_log` (by LSN); the backup, by scope, as before.
     const copy = (table: keyof typeof TIER_COLUMNS, from: string): number =>
       has(from) ? backup.prepare(`INSERT OR REPLACE INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM s.${from} WHERE lsn <= ?`).run(lsn).changes : 0;
-    return { cold: copy('cold', 'cold'), idem: copy('idem', has('idem_log') ? 'idem_log' : 'idem') };
+    // Expiry rows of collections still waiting at `lsn` (a row a sweep dropped after it is not copied:
+    // that collection had been paid or had failed by then, and restored it may wait without expiring).
+    return { cold: copy('cold', 'cold'), idem: copy('idem', has('idem_log') ? 'idem_log' : 'idem'), due: copy('due', 'due') };
   } finally {
     backup.exec('DETACH DATABASE s');
   }
@@ -130,6 +135,7 @@ function restoreTiers(store: ShardStore, backupFile: string, shard: number, shar
     const present = (table: string): boolean => store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     // A backup from before finished entities left the heap has neither table.
     if (present('cold')) store.db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
+    if (present('due')) store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_COLUMNS}) SELECT ${DUE_COLUMNS} FROM bk.due WHERE partition % ? = ?`).run(shards, shard);
     if (present('idem')) {
       const rows = store.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM bk.idem WHERE partition % ? = ? ORDER BY lsn').all(shards, shard) as IdemRowOut[];
       store.db.transaction(() => store.idem.putRows(rows))();

@@ -157,7 +157,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
     case 'payment.created':
       assert(!state.payments.hasHot(event.payment.id), 'apply: payment exists');
       state.payments.set(event.payment.id, { ...event.payment });
-      if (awaitsPayer(event.payment)) state.collectionsDue.set(event.payment.id, collectionDue(event.payment));
+      if (awaitsPayer(event.payment)) state.due.set(collectionDue(event.payment));
       return;
     case 'payment.rail': {
       const payment = state.payments.mutable(event.id);
@@ -171,8 +171,8 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       assert(payment !== undefined, 'apply: payment missing');
       payment.status = event.status;
       payment.updatedAtMs = event.atMs;
-      if (awaitsPayer(payment)) state.collectionsDue.set(payment.id, collectionDue(payment));
-      else state.collectionsDue.delete(payment.id);
+      // A collection that waits no more keeps its expiry row until the sweep finds it so (one write fewer).
+      if (awaitsPayer(payment)) state.due.set(collectionDue(payment));
       return;
     }
     case 'ledger':

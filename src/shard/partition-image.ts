@@ -26,7 +26,7 @@ interface PartitionImage {
   orders?: ServiceOrder[];
   /** v1 only; v2 images leave idempotency records to their table. */
   idempotency?: IdempotencyRecord[];
-  /** [payment id, expiry] of sandbox collections waiting (cold) for their payer. */
+  /** Images of 2026-11-23 only: waiting collections' expiries (now in the shard file's `due` table). */
   collectionsDue?: Array<[id: string, expiresAtMs: number, owner: string]>;
 }
 
@@ -47,7 +47,6 @@ export function encodePartition(state: PartitionState): string {
     outbox: [...state.outbox.values()],
     serviceQuotes: [...state.serviceQuotes.values()],
     orders: [...state.orders.values()],
-    collectionsDue: [...state.collectionsDue].map(([id, due]) => [id, due.expiresAtMs, due.owner]),
   };
   return JSON.stringify(image);
 }
@@ -75,9 +74,10 @@ export function decodePartition(json: string, tiers: PartitionTiers | null = nul
   for (const r of image.idempotency ?? []) state.idempotency.set(r);
   for (const a of image.accounts) state.ledger.accounts.set(a.id, a);
   for (const h of image.holds) state.ledger.holds.set(h.id, h);
-  for (const [id, expiresAtMs, owner] of image.collectionsDue ?? []) state.collectionsDue.set(id, { expiresAtMs, owner });
+  // Written to the `due` table at start-up (recovery drains them with the image's LSN).
+  for (const [id, expiresAtMs, owner] of image.collectionsDue ?? []) state.due.set({ id, expiresAtMs, owner });
   // Images from before waiting collections went cold hold them hot: index them (they leave the heap
   // with the other finished entities at start-up).
-  for (const p of image.payments) if (awaitsPayer(p)) state.collectionsDue.set(p.id, collectionDue(p));
+  for (const p of image.payments) if (awaitsPayer(p)) state.due.set(collectionDue(p));
   return state;
 }

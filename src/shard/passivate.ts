@@ -4,6 +4,7 @@
 // so replay from an older snapshot reads the version that record saw (see ShardStore.asOfLsn).
 // Invariant: an entity leaves the heap only with a cold row of exactly its final state.
 import type { ColdRow, IdemChange } from '../store/shard-store.ts';
+import type { DueChange } from '../store/due-log.ts';
 import type { EntityTable } from './entity-table.ts';
 import { entityTables, type PartitionState } from './state.ts';
 
@@ -15,6 +16,7 @@ interface Noted {
 export class Passivation {
   private readonly noted = new Map<EntityTable<unknown>, Noted>();
   private readonly idem: IdemChange[] = [];
+  private readonly due: DueChange[] = [];
   private readonly states = new Set<PartitionState>();
 
   /** Records what the command whose WAL record gets `lsn` touched. Call once per command with events. */
@@ -32,6 +34,7 @@ export class Passivation {
       table.touched.clear();
     }
     for (const op of state.idempotency.drain()) this.idem.push({ lsn, partition: state.partition, op });
+    for (const op of state.due.drain()) this.due.push({ lsn, partition: state.partition, op: op.op, entry: op.entry });
     this.states.add(state);
   }
 
@@ -42,14 +45,14 @@ export class Passivation {
   }
 
   get empty(): boolean {
-    return this.noted.size === 0 && this.idem.length === 0;
+    return this.noted.size === 0 && this.idem.length === 0 && this.due.length === 0;
   }
 
   /**
    * The cold rows and idempotency changes to write with the batch. Finished entities leave the heap
    * now (the write follows at once; if it fails the shard stops and recovery rebuilds the heap).
    */
-  take(): { cold: ColdRow[]; idem: IdemChange[] } {
+  take(): { cold: ColdRow[]; idem: IdemChange[]; due: DueChange[] } {
     const cold: ColdRow[] = [];
     for (const [table, noted] of this.noted) {
       for (const [id, lsn] of noted.ids) {
@@ -60,7 +63,7 @@ export class Passivation {
       }
     }
     this.noted.clear();
-    return { cold, idem: this.idem.splice(0) };
+    return { cold, idem: this.idem.splice(0), due: this.due.splice(0) };
   }
 
   /** After the commit: the idempotency records are in the shard file; the heap lets them go. */

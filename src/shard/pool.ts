@@ -1,17 +1,21 @@
-// The front end's handle on the shard workers: spawn, route a command to its partition's shard, await
-// the durable reply. Runs on the main thread. A worker that dies takes the process down with it:
-// its state is only trustworthy again after a restart replays the WAL.
+// The front end's handle on the shards: start them, route a command to its partition's shard, await
+// the durable reply. Runs on the main thread; each shard runs on a worker thread, or inline on this
+// thread's event loop. A shard that dies takes the process down with it: its state is only
+// trustworthy again after a restart replays the WAL.
 // Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
+import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
-import type { ShardWorkerData } from './worker.ts';
+import { runShard, type ShardInbound, type ShardWorkerData } from './shard-runtime.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 
 export interface PoolOptions {
   shards: number;
+  /** Run each shard on the main thread's event loop instead of a worker thread (one CPU: no hop). */
+  inline?: boolean;
   dataDir: string;
   railLatencyMs: number;
   batchCommandsMax: number;
@@ -45,8 +49,46 @@ interface Pending {
 
 const WORKER_URL = new URL('./worker-entry.mjs', import.meta.url);
 
+/** What the pool needs of a shard: a worker thread, or an inline runtime that behaves like one. */
+interface ShardHandle extends EventEmitter {
+  postMessage(message: ShardInbound): void;
+}
+
+/**
+ * A shard on the main thread. Messages are handed over as they are, without a structured clone: the
+ * front end builds a fresh command per request and never touches it again, and a reply carries its
+ * body as a JSON string. What the shard keeps in its state and also hands out (outbox events, forwarded
+ * commands) is cloned, so no reader here can change the shard's memory behind its WAL.
+ */
+class InlineShard extends EventEmitter implements ShardHandle {
+  private handler: ((message: ShardInbound) => void) | null = null;
+
+  constructor(data: ShardWorkerData) {
+    super();
+    // Started on a later turn, once the pool has attached its listeners (as a worker would be).
+    setImmediate(() => {
+      try {
+        runShard(data, {
+          post: (message) => this.emit('message', message.type === 'outbox' || message.type === 'forward' ? structuredClone(message) : message),
+          onMessage: (handler) => {
+            this.handler = handler;
+          },
+          exit: () => setImmediate(() => this.emit('exit', 0)),
+        });
+      } catch (error) {
+        this.emit('error', error);
+      }
+    });
+  }
+
+  postMessage(message: ShardInbound): void {
+    if (this.handler === null) throw new Error('inline shard: a message before the shard started');
+    this.handler(message);
+  }
+}
+
 export class ShardPool {
-  private readonly workers: Worker[] = [];
+  private readonly workers: ShardHandle[] = [];
   private readonly pending = new Map<number, Pending>();
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
@@ -82,7 +124,7 @@ export class ShardPool {
         connectors: this.options.connectors ?? [],
         requeryAfterMs: this.options.requeryAfterMs ?? 300_000,
       };
-      const worker = new Worker(WORKER_URL, { workerData });
+      const worker: ShardHandle = this.options.inline === true ? new InlineShard(workerData) : new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);
       ready.push(
         new Promise((resolve, reject) => {

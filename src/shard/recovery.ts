@@ -14,7 +14,7 @@ const REPLAY_PASSIVATE_EVERY_RECORDS = 5_000;
 
 /** The partition tiers backed by a shard file: cold entities and idempotency records read from it. */
 export function tiersOf(store: ShardStore): PartitionTiers {
-  return { cold: store, idem: { readAt: (scope, seq) => store.readIdemAt(scope, seq) } };
+  return { cold: store, idem: { readAt: (scope, seq) => store.readIdemAt(scope, seq) }, due: store.due };
 }
 
 export class CorruptionError extends Error {}
@@ -58,6 +58,7 @@ function flushPassivation(store: ShardStore, passivation: Passivation, readonly:
     store.db.transaction(() => {
       store.writeCold(taken.cold);
       store.applyIdem(taken.idem);
+      store.due.apply(taken.due);
     })();
   }
   passivation.settle();

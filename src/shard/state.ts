@@ -10,6 +10,8 @@ import type { FailureCode, TransactionStatus } from '../../machines/transaction.
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type { OrderStatus } from '../../machines/order.machine.ts';
+import type { DueEntry, DueReader } from '../store/due-log.ts';
+import { DueIndex } from './due-index.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
 export type Owner = string;
@@ -327,11 +329,10 @@ export interface PartitionState {
   idempotency: IdemTable;
   ledger: LedgerState;
   /**
-   * Sandbox collections waiting for their payer (id → when their instructions expire, and whose clock
-   * decides), a compact stand-in for the payments themselves, which live in the cold table meanwhile
-   * (a client may leave millions unpaid); the expiry sweep walks this and reads only the expired ones.
+   * When the sandbox collections waiting for their payer expire (the payments themselves wait in the
+   * cold table): the expiry sweep reads this index, which lives in the shard file, not in the heap.
    */
-  collectionsDue: Map<string, CollectionDue>;
+  due: DueIndex;
 }
 
 /**
@@ -350,19 +351,15 @@ export function collectionExpiresAtMs(payment: Payment): number {
 /** How long a collection's instructions (and hosted page) stay payable: one day. */
 export const COLLECTION_TTL_MS = 86_400_000;
 
-export interface CollectionDue {
-  expiresAtMs: number;
-  owner: Owner;
-}
-
-export function collectionDue(payment: Payment): CollectionDue {
-  return { expiresAtMs: collectionExpiresAtMs(payment), owner: payment.owner };
+export function collectionDue(payment: Payment): DueEntry {
+  return { id: payment.id, expiresAtMs: collectionExpiresAtMs(payment), owner: payment.owner };
 }
 
 /** Where a partition's finished entities and idempotency records live; null keeps everything in the heap. */
 export interface PartitionTiers {
   cold: ColdReader;
   idem: IdemReader;
+  due: DueReader;
 }
 
 const FINISHED_ORDER = new Set<OrderStatus>(['completed', 'failed', 'refunded', 'cancelled']);
@@ -384,7 +381,7 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
     orders: new EntityTable<ServiceOrder>('order', cold, (o) => FINISHED_ORDER.has(o.status)),
     idempotency: new IdemTable(tiers?.idem ?? null),
     ledger: emptyLedger(),
-    collectionsDue: new Map(),
+    due: new DueIndex(partition, tiers?.due ?? null),
   };
 }
 

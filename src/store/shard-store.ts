@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { ENTITY_KINDS, type ColdReader, type EntityKind, type IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, type IdemChange, type IdemRowOut } from './idem-log.ts';
+import { DUE_SQL, DueLog, type DueChange } from './due-log.ts';
 
 export type { IdemChange } from './idem-log.ts';
 
@@ -24,6 +25,7 @@ export interface ColdRow {
 export interface BatchExtras {
   cold: readonly ColdRow[];
   idem: readonly IdemChange[];
+  due: readonly DueChange[];
 }
 
 const KIND_CODE = new Map<EntityKind, number>(ENTITY_KINDS.map((kind, i) => [kind, i]));
@@ -80,6 +82,8 @@ export class ShardStore implements ColdReader {
   /** False only for a read-only open of a file written before the cold and idempotency tables existed. */
   readonly tiered: boolean;
   readonly idem: IdemLog;
+  /** Waiting sandbox collections by expiry (the sweep's index). */
+  readonly due: DueLog;
   /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
   private readonly idemLogged: boolean;
   private readonly journalFile: string;
@@ -93,6 +97,7 @@ export class ShardStore implements ColdReader {
     this.statements = new Statements(this.db);
     this.journalFile = `${file}-wal`;
     this.idem = new IdemLog(this.db);
+    this.due = new DueLog(this.db);
     if (options.readonly !== true) {
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -106,6 +111,7 @@ export class ShardStore implements ColdReader {
           kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
           body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
         ${IDEM_LOG_SQL}
+        ${DUE_SQL}
       `);
       this.migrateIdem();
     }
@@ -130,6 +136,7 @@ export class ShardStore implements ColdReader {
         lsn += 1;
       }
       this.writeCold(extras.cold);
+      this.due.apply(extras.due);
       return { next: lsn, forgotten: this.applyIdem(extras.idem) };
     });
   }
@@ -262,8 +269,8 @@ export class ShardStore implements ColdReader {
    * return, or at the next syncJournal when opened with `deferredSync`); returns [hash, packed location]
    * of the idempotency records that expiry removed.
    */
-  appendBatch(records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras = { cold: [], idem: [] }): Array<[number, number]> {
-    if (records.length === 0 && extras.cold.length === 0 && extras.idem.length === 0) return [];
+  appendBatch(records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras = { cold: [], idem: [], due: [] }): Array<[number, number]> {
+    if (records.length === 0 && extras.cold.length === 0 && extras.idem.length === 0 && extras.due.length === 0) return [];
     const { next, forgotten } = this.appendTx(records, extras);
     this.nextLsn = next;
     if (records.length > 0) this.nextBatch += 1;
@@ -301,6 +308,7 @@ export class ShardStore implements ColdReader {
     const info = this.db.prepare('DELETE FROM wal WHERE lsn >= ?').run(lsn);
     this.db.prepare('DELETE FROM cold WHERE lsn >= ?').run(lsn);
     this.idem.cutFrom(lsn);
+    this.due.cutFrom(lsn);
     const last = this.db.prepare('SELECT max(lsn) AS lsn FROM wal').get() as { lsn: number | null };
     this.nextLsn = Math.max(last.lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return info.changes;

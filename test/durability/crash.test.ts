@@ -45,9 +45,15 @@ function randomRequest(customers: Array<{ id: string }>, n: number): { method: s
   }
 }
 
-test('crash: kill -9 under load → acknowledged writes survive, keys replay, verify passes', { timeout: 120_000 }, async () => {
+/** Shards on worker threads (a machine with cores to spare), and inline on the main thread (one CPU). */
+for (const mode of ['threads', 'inline'] as const) {
+  test(`crash (${mode} shards): kill -9 under load → acknowledged writes survive, keys replay, verify passes`, { timeout: 120_000 }, () => crashUnderLoad(mode));
+}
+
+async function crashUnderLoad(mode: 'threads' | 'inline'): Promise<void> {
   const key = secretKey();
-  let server: TestServer = await startServer({ keys: [`${key}@crash`] });
+  const env = { KOBO_SHARD_MODE: mode };
+  let server: TestServer = await startServer({ keys: [`${key}@crash`], env });
   const dataDir = server.dataDir;
   let api = client(server.baseUrl, key);
   const customers = await setup(api, 8);
@@ -82,7 +88,7 @@ test('crash: kill -9 under load → acknowledged writes survive, keys replay, ve
   const crashedVerify = kobo(dataDir, 'verify');
   assert.equal(crashedVerify.status, 0, `verify after the crash failed:\n${crashedVerify.stdout}\n${crashedVerify.stderr}`);
 
-  server = await startServer({ keys: [`${key}@crash`], dataDir });
+  server = await startServer({ keys: [`${key}@crash`], dataDir, env });
   api = client(server.baseUrl, key);
   try {
     for (const a of acked) {
@@ -129,4 +135,4 @@ test('crash: kill -9 under load → acknowledged writes survive, keys replay, ve
   const finalVerify = kobo(dataDir, 'verify');
   assert.equal(finalVerify.status, 0, `verify after restart failed:\n${finalVerify.stdout}\n${finalVerify.stderr}`);
   assert.match(finalVerify.stdout, /ok: no violations/);
-});
+}

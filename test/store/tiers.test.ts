@@ -91,7 +91,7 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     assert.equal(state.idempotency.getAt(record.scope, otherAt), undefined, 'another scope at that row is a miss');
     assert.deepEqual(new Set(Array.from({ length: 2 }, (_, i) => store.idemLocations()[2 * i + 1])), new Set([packIdemAt(PARTITION, at), packIdemAt(PARTITION, otherAt)]));
     // acme's sandbox clock is far ahead: its record is past retention; zeta's default cutoff is not.
-    const freed = store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }] });
+    const freed = store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }], due: [] });
     assert.deepEqual(freed, [[scopeHash(record.scope), packIdemAt(PARTITION, at)]]);
     assert.equal(state.idempotency.getAt(record.scope, at), undefined);
     assert.deepEqual(state.idempotency.getAt(other.scope, otherAt), other);

@@ -11,7 +11,7 @@ import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import { COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
+import { awaitsPayer, collectionExpiresAtMs, COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { paymentView } from '../views.ts';
 import {
   effectsOf,
@@ -251,8 +251,12 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
 
 const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED', 'COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED'];
 
-/** Payments one sweep command expires at most (the rest wait for the next sweep: no long batch). */
-const EXPIRE_PAYMENTS_MAX = 2_000;
+/** Payments one sweep command expires at most (the rest wait for the next sweep: no long command). */
+const EXPIRE_PAYMENTS_MAX = 500;
+/** Index rows one sweep reads at most (rows of collections that wait no more are dropped on the way). */
+const EXPIRE_CANDIDATES_MAX = 2 * EXPIRE_PAYMENTS_MAX;
+/** A sweep that found more due than it may expire runs again this soon (a backlog drains in slices). */
+const EXPIRE_AGAIN_AFTER_MS = 100;
 
 /**
  * A sandbox collection (bank transfer, card page, mobile-money prompt) the payer has not paid when its
@@ -263,21 +267,26 @@ const EXPIRE_PAYMENTS_MAX = 2_000;
 export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payments.expire' }): Outcome {
   const events: WalEvent[] = [];
   let expired = 0;
-  for (const [id, due] of ctx.state.collectionsDue) {
+  // The index names candidates only; each payment's own state and expiry decide.
+  const candidates = ctx.state.due.dueBy((owner) => cmd.cutoffMs[owner] ?? cmd.defaultCutoffMs, EXPIRE_CANDIDATES_MAX);
+  for (const due of candidates) {
     if (expired >= EXPIRE_PAYMENTS_MAX) break;
-    // Decided from the index: only an expired collection is read from the cold table.
-    if (due.expiresAtMs >= (cmd.cutoffMs[due.owner] ?? cmd.defaultCutoffMs)) continue;
-    const payment = ctx.state.payments.get(id);
-    if (payment === undefined) continue;
-    const txn = ctx.state.transactions.get(payment.transactionId);
-    if (txn === undefined) continue;
+    const payment = ctx.state.payments.get(due.id);
+    const txn = payment === undefined ? undefined : ctx.state.transactions.get(payment.transactionId);
+    // Paid, failed, cancelled or expired since (an expired one keeps its row until this finds it so,
+    // so that a torn tail that takes the expiry back leaves the row), or waiting again with a newer row.
+    if (payment === undefined || txn === undefined || !awaitsPayer(payment) || collectionExpiresAtMs(payment) !== due.expiresAtMs) {
+      ctx.state.due.drop(due);
+      continue;
+    }
     // Failed at the owner's sandbox-clock now (the sweep's cutoff for that owner).
     const failed = failEvents({ ...ctx, nowMs: cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs }, txn, { code: 'EXPIRED', stage: 'collection', message: 'The payer did not pay before the collection expired.' }, 'fail');
     if (failed === null) continue;
     events.push(...failed);
     expired += 1;
   }
-  return { events, reply: () => ({ status: 200, json: JSON.stringify({ data: { expired } }) }) };
+  const effects: Effect[] = candidates.length >= EXPIRE_CANDIDATES_MAX || expired >= EXPIRE_PAYMENTS_MAX ? [{ afterMs: EXPIRE_AGAIN_AFTER_MS, cmd }] : [];
+  return { events, reply: () => ({ status: 200, json: JSON.stringify({ data: { expired } }) }), effects };
 }
 
 export function failPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.fail' }): Outcome {

@@ -1,0 +1,367 @@
+// A shard's runtime: owns its partitions' state and SQLite file, and group-commits each tick. Runs on
+// its own worker thread (worker.ts), or on the main thread when the process has one CPU (pool.ts).
+// Commands that arrive in one event-loop turn are applied in order and
+// their events appended to the WAL in ONE sqlite transaction; the journal fsync runs on the libuv pool
+// while the next batch executes, and a batch's replies leave when an fsync begun after its commit ends.
+// Invariant: no reply (read or write) leaves before every event it could reflect is on disk.
+import path from 'node:path';
+import { mintId } from '../ids.ts';
+import { ShardStore } from '../store/shard-store.ts';
+import { recoverShard } from './recovery.ts';
+import { compressImage, snapshotRow } from '../store/snapshot.ts';
+import { encodePartition } from './partition-image.ts';
+import { execute } from './dispatch.ts';
+import { resumeEffects } from './handlers/resume.ts';
+import { setRequeryAfterMs, type Effect, type HandlerContext } from './handlers/common.ts';
+import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
+import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
+import { partitionsOf, shardFile } from './layout.ts';
+import { ClockTimers } from '../rails/clock-timers.ts';
+import { Passivation } from './passivate.ts';
+import { DurableGate } from './durable-gate.ts';
+import { SHARD_METRICS_INTERVAL_MS, ShardMetrics } from '../metrics/shard-metrics.ts';
+import { setConnectors } from '../rails/coverage.ts';
+import type { RailCall } from '../rails/rail.ts';
+import { callRail, isSimulated, setLiveRails } from '../rails/rails.ts';
+import { connectorRail } from '../connectors/client.ts';
+import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
+import { publicUrlOf, setPublicUrl } from './views.ts';
+
+export interface ShardWorkerData {
+  shard: number;
+  shards: number;
+  dataDir: string;
+  railLatencyMs: number;
+  batchCommandsMax: number;
+  snapshotIntervalMs: number;
+  idempotencyRetentionMs: number;
+  idempotencySweepMs: number;
+  snapshotEveryRecords: number;
+  /** WAL records always kept after truncation, for audit and verify (0: keep only what snapshots need). */
+  walRetainRecords: number;
+  /** How often unused quotes past expiry leave the heap. */
+  quoteSweepMs: number;
+  /** How often unpaid sandbox collections past their instructions' expiry fail. */
+  collectionSweepMs: number;
+  clockOffsets: Array<[owner: string, offsetMs: number]>;
+  /** Operator connectors (live rails): their calls run here, as effects after commit. */
+  connectors: ConnectorConfig[];
+  requeryAfterMs: number;
+}
+
+interface Queued {
+  n: number;
+  cmd: Command;
+}
+
+
+/** What links a shard runtime to the front end: a worker's parent port, or direct calls on one thread. */
+export interface ShardPort {
+  post(message: ShardToMain): void;
+  onMessage(handler: (message: ShardInbound) => void): void;
+  /** The runtime has stopped (closed its file): a worker exits; an inline shard tells its pool. */
+  exit(): void;
+}
+
+export type ShardInbound = MainToShard | { type: 'clock'; owner: string; offsetMs: number } | { type: 'public-url'; url: string };
+
+/** Starts a shard: recovers its partitions from the file, then serves commands from `port` until `stop`. */
+export function runShard(data: ShardWorkerData, port: ShardPort): void {
+  const post = (message: ShardToMain): void => port.post(message);
+  const timers: Array<ReturnType<typeof setInterval>> = [];
+
+  const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)), { deferredSync: true });
+  const partitions = partitionsOf(data.shard, data.shards);
+  const recovered = recoverShard(store, { partitions });
+  const passivation = new Passivation();
+  const states: Map<number, PartitionState> = recovered.states;
+  const clockOffsets = new Map<string, number>(data.clockOffsets);
+  /** Requeries and other follow-ups due at an instant of the owner's clock (advanced by the sandbox helper). */
+  const clockTimers = new ClockTimers((owner) => clockOffsets.get(owner) ?? 0);
+  setConnectors(data.connectors.map(coverageOf));
+  setRequeryAfterMs(data.requeryAfterMs);
+  setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf, (sample) => metrics.connectorCall(sample))));
+  const queue: Queued[] = [];
+  /** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
+  const TRUNCATE_SLICE_RECORDS = 2_000;
+  let flushScheduled = false;
+  let recordsSinceSnapshot = recovered.replayed;
+  /** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
+  const dirty = new Set<number>(partitions);
+  let snapshotting = false;
+  let stopping = false;
+  /** Set once the file is closed: a late timer or rail answer of an inline shard then changes nothing. */
+  let closed = false;
+  const metrics = new ShardMetrics(data.shard);
+
+  function contextFor(cmd: Command): HandlerContext {
+    const state = states.get(cmd.partition);
+    if (state === undefined) throw new Error(`shard ${data.shard}: partition ${cmd.partition} is not mine`);
+    return { state, nowMs: cmd.nowMs, mintId: () => mintId(cmd.partition, cmd.nowMs), railLatencyMs: data.railLatencyMs };
+  }
+
+  function runEffect(effect: Effect): void {
+    if (effect.replyTo !== undefined || !states.has(effect.cmd.partition)) {
+      // Another partition's work goes through the front end, which owns the routing (and the reply).
+      post({ type: 'forward', cmd: effect.cmd, ...(effect.replyTo === undefined ? {} : { replyTo: effect.replyTo }) });
+      return;
+    }
+    // A connector is called here; the sandbox rail (pure) answers inside the shard when its answer is due.
+    if (effect.call !== undefined && !isSimulated(effect.call.rail)) {
+      runRailCall(effect, effect.call);
+      return;
+    }
+    if (effect.dueAtMs !== undefined) {
+      const owner = effect.cmd.owner;
+      clockTimers.schedule(owner, effect.dueAtMs, () => enqueue({ n: -1, cmd: { ...effect.cmd, nowMs: Math.max(effect.cmd.nowMs, clockTimers.nowOf(owner)) } }));
+      return;
+    }
+    setTimeout(() => {
+      // A rail answers on the account's sandbox clock as it is when the answer arrives.
+      const nowMs = Math.max(effect.cmd.nowMs, Date.now() + (clockOffsets.get(effect.cmd.owner) ?? 0));
+      enqueue({ n: -1, cmd: { ...effect.cmd, nowMs } });
+    }, effect.afterMs).unref();
+  }
+
+  /**
+   * Commands that only read. A batch runs them first, before any of its writes, so what they see is
+   * exactly the committed state, and their replies need only the earlier batches' fsync.
+   */
+  const READ_KINDS = new Set<Command['k']>(['customer.get', 'wallet.get', 'txn.get', 'payment.get', 'payment.methods', 'transfer.get', 'beneficiary.get', 'order.get', 'customer.secret', 'wallet.resolve']);
+  /** A connector call: made when due (wall time or the owner's clock), its answer enqueued as a command. */
+  function runRailCall(effect: Effect, call: RailCall): void {
+    const cmd = effect.cmd;
+    if (cmd.k !== 'rail.answer') throw new Error(`shard ${data.shard}: a rail call must answer with rail.answer, not ${cmd.k}`);
+    const start = (): void => {
+      const answered = Promise.resolve(callRail(call, Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner))));
+      void answered.then((answer) => enqueue({ n: -1, cmd: { ...cmd, answer, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner)) } }));
+    };
+    if (effect.dueAtMs !== undefined) clockTimers.schedule(cmd.owner, effect.dueAtMs, start);
+    else setTimeout(start, effect.afterMs).unref();
+  }
+
+  /** What a batch sends once the commits it depends on are durable. */
+  interface Outputs {
+    replies: Array<{ n: number; reply: StoredReply }>;
+    outbox: OutboxEvent[];
+    freed: Array<[number, number]>;
+    effects: Effect[];
+    done?: () => void;
+  }
+
+  function release(outputs: Outputs): void {
+    if (outputs.replies.length > 0) post({ type: 'replies', items: outputs.replies });
+    if (outputs.outbox.length > 0) post({ type: 'outbox', events: outputs.outbox });
+    if (outputs.freed.length > 0) post({ type: 'idem.expired', pairs: outputs.freed });
+    for (const effect of outputs.effects) runEffect(effect);
+    outputs.done?.();
+  }
+
+  /** Pipelined group commit: outputs leave once an fsync begun after their commit has finished. */
+  const gate = new DurableGate<Outputs>((done) => store.syncJournal(done), release, (seconds) => metrics.sync(seconds));
+
+  /** Resolves once every commit made so far is durable (snapshots answer only then). */
+  function allDurable(): Promise<void> {
+    return new Promise((resolve) => gate.afterCommits({ replies: [], outbox: [], freed: [], effects: [], done: resolve }));
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    if (closed) return;
+    const taken = queue.splice(0, data.batchCommandsMax);
+    const batch = [...taken.filter((item) => READ_KINDS.has(item.cmd.k)), ...taken.filter((item) => !READ_KINDS.has(item.cmd.k))];
+    const records: Array<{ partition: number; body: string }> = [];
+    const replies: Array<{ n: number; reply: StoredReply }> = [];
+    const early: Array<{ n: number; reply: StoredReply }> = [];
+    const effects: Effect[] = [];
+    const outbox: OutboxEvent[] = [];
+    const lsnBase = store.lsnNext;
+    for (const item of batch) {
+      const ctx = contextFor(item.cmd);
+      const executed = execute(ctx, item.cmd);
+      // Until this batch has recorded anything, state is what the earlier commits made: a read's reply
+      // may leave as soon as they are durable. (A "read" that changed something waits for this commit.)
+      if (records.length === 0 && READ_KINDS.has(item.cmd.k) && executed.events.length === 0 && executed.effects.length === 0) {
+        if (item.n >= 0) early.push({ n: item.n, reply: executed.reply });
+        continue;
+      }
+      if (executed.events.length > 0) {
+        records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
+        passivation.note(ctx.state, lsnBase + records.length - 1);
+      } else if (ctx.state.due.pending) {
+        // A sweep that only dropped stale expiry rows: they are written with this batch.
+        passivation.note(ctx.state, lsnBase + records.length - 1);
+      }
+      for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
+      // A stored idempotency record's row is its record's LSN; the front end's index keeps it.
+      if (executed.stored === true) executed.reply.seq = lsnBase + records.length - 1;
+      if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });
+      else metrics.rail(item.cmd, executed.reply);
+      effects.push(...executed.effects);
+    }
+    if (early.length > 0) gate.afterCommits({ replies: early, outbox: [], freed: [], effects: [] });
+    // The one durable step of the tick: WAL records, the cold rows of what they finished and their
+    // idempotency records, in one sqlite transaction, made durable by the next journal fsync. If it
+    // throws (disk full, I/O error) the worker dies before any reply is sent, and the front end answers
+    // 5xx; a restart replays what reached disk.
+    const commitStarted = performance.now();
+    const extras = passivation.take();
+    const wrote = records.length > 0 || extras.cold.length > 0 || extras.idem.length > 0 || extras.due.length > 0;
+    const freed = store.appendBatch(records, extras);
+    if (wrote) gate.committedOne();
+    metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
+    passivation.settle();
+    recordsSinceSnapshot += records.length;
+    for (const record of records) dirty.add(record.partition);
+    gate.afterCommits({ replies, outbox, freed, effects });
+    if (queue.length > 0) scheduleFlush();
+    if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
+  }
+
+  function scheduleFlush(): void {
+    if (flushScheduled) return;
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+
+  function enqueue(item: Queued): void {
+    if (closed) return;
+    queue.push(item);
+    scheduleFlush();
+  }
+
+  /**
+   * Snapshots every partition changed since its last image, one per event-loop turn so commands
+   * interleave: encoding one partition is short, compression runs on the libuv pool, and the image's LSN
+   * is the last durable LSN at encoding (a record appended later marks the partition dirty again).
+   */
+  async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
+    if (snapshotting) return { partitions: 0, lsn: store.lsnNext - 1 };
+    snapshotting = true;
+    const snapshotStarted = performance.now();
+    recordsSinceSnapshot = 0;
+    let lsn = store.lsnNext - 1;
+    let taken = 0;
+    try {
+      for (const partition of partitions) {
+        if (!dirty.has(partition)) continue;
+        await new Promise((resolve) => setImmediate(resolve));
+        const state = states.get(partition)!;
+        dirty.delete(partition);
+        taken += 1;
+        lsn = store.lsnNext - 1;
+        const json = encodePartition(state);
+        const body = await compressImage(json);
+        store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
+        gate.committedOne();
+      }
+      // Records every kept image covers (beyond the retained tail) are no longer needed to recover:
+      // deleted a slice per event-loop turn, so a large truncation never stalls the commands.
+      if (taken > 0) {
+        while (store.truncateWal(data.walRetainRecords, TRUNCATE_SLICE_RECORDS) > 0) {
+          gate.committedOne();
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        await allDurable();
+      }
+    } finally {
+      snapshotting = false;
+      metrics.snapshot((performance.now() - snapshotStarted) / 1000);
+    }
+    return { partitions: taken, lsn };
+  }
+
+  function indexMessage(): IndexMessage {
+    const customers: IndexMessage['customers'] = [];
+    for (const state of states.values()) {
+      for (const c of state.customers.values()) customers.push([c.owner, c.email, c.phone, c.id]);
+    }
+    return {
+      type: 'ready',
+      shard: data.shard,
+      customers,
+      idempotencyScopes: store.idemLocations(),
+      recovered: { replayed: recovered.replayed, cut: recovered.cut, lastLsn: recovered.lastLsn },
+    };
+  }
+
+  port.onMessage((message) => {
+    switch (message.type) {
+      case 'ping':
+        post({ type: 'pong', n: message.n });
+        return;
+      case 'public-url':
+        setPublicUrl(message.url);
+        return;
+      case 'commands':
+        for (const item of message.items) queue.push(item);
+        scheduleFlush();
+        return;
+      case 'clock':
+        clockOffsets.set(message.owner, message.offsetMs);
+        clockTimers.clockMoved(message.owner);
+        return;
+      case 'snapshot':
+        void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));
+        return;
+      case 'stop':
+        if (stopping) return;
+        stopping = true;
+        void snapshotAll().then(allDurable).then(() => {
+          for (const timer of timers) clearInterval(timer);
+          closed = true;
+          store.close();
+          port.exit();
+        });
+        return;
+    }
+  });
+
+  for (const state of states.values()) for (const effect of resumeEffects(state, data.railLatencyMs)) runEffect(effect);
+  post(indexMessage());
+  // Events the dispatcher had not acknowledged before the stop are handed over again (it dedupes by id).
+  const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
+  if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
+  if (data.snapshotIntervalMs > 0) timers.push(setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref());
+  timers.push(setInterval(() => post(metrics.take(queue.length)), SHARD_METRICS_INTERVAL_MS).unref());
+
+  /**
+   * Idempotency records past retention are forgotten (an event, so replay forgets them too), measured on
+   * each owner's sandbox clock; the front end is told, so the keys are free again.
+   */
+  function sweepIdempotency(): void {
+    const nowMs = Date.now();
+    const cutoffMs = Object.fromEntries([...clockOffsets].map(([owner, offset]) => [owner, nowMs + offset - data.idempotencyRetentionMs]));
+    for (const partition of partitions) {
+      enqueue({ n: -1, cmd: { k: 'idem.expire', cutoffMs, defaultCutoffMs: nowMs - data.idempotencyRetentionMs, owner: 'system:idempotency', nowMs, partition } });
+    }
+  }
+  timers.push(setInterval(sweepIdempotency, data.idempotencySweepMs).unref());
+
+  /** Each owner's sandbox-clock now, for sweeps that must agree with what that owner's requests see. */
+  function ownerNows(nowMs: number): Record<string, number> {
+    return Object.fromEntries([...clockOffsets].map(([owner, offset]) => [owner, nowMs + offset]));
+  }
+
+  function sweepQuotes(): void {
+    const nowMs = Date.now();
+    const cutoffMs = ownerNows(nowMs);
+    for (const partition of partitions) {
+      const state = states.get(partition)!;
+      if (state.quotes.size === 0 && state.serviceQuotes.size === 0) continue;
+      enqueue({ n: -1, cmd: { k: 'quotes.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:quotes', nowMs, partition } });
+    }
+  }
+  timers.push(setInterval(sweepQuotes, data.quoteSweepMs).unref());
+
+  /** Sandbox collections nobody paid before their instructions expired fail (EXPIRED) and leave the heap. */
+  function sweepCollections(): void {
+    const nowMs = Date.now();
+    const cutoffMs = ownerNows(nowMs);
+    for (const partition of partitions) {
+      if (states.get(partition)!.due.isEmpty()) continue;
+      enqueue({ n: -1, cmd: { k: 'payments.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:payments', nowMs, partition } });
+    }
+  }
+  timers.push(setInterval(sweepCollections, data.collectionSweepMs).unref());
+}
