@@ -137,7 +137,7 @@ async function main(): Promise<void> {
     // As the server does: a snapshot round every ~50,000 records, then truncation.
     if ((done / BATCH_PAYMENTS) % SNAPSHOT_EVERY_BATCHES === SNAPSHOT_EVERY_BATCHES - 1) {
       snapshotAll(shard);
-      truncatedTotal += store.truncateWal(retain);
+      for (let n = store.truncateWal(retain).dropped; n > 0; n = store.truncateWal(retain).dropped) truncatedTotal += n;
     }
     if (process.stdout.isTTY && done % 50_000 === 0) process.stdout.write(`\r${done}/${payments}   `);
   }
@@ -158,7 +158,8 @@ async function main(): Promise<void> {
   snapshotAll(shard);
   store.db.pragma('wal_checkpoint(TRUNCATE)');
   const diskBeforeTruncation = dirBytes(dir);
-  const truncated = truncatedTotal + store.truncateWal(retain);
+  let truncated = truncatedTotal;
+  for (let n = store.truncateWal(retain).dropped; n > 0; n = store.truncateWal(retain).dropped) truncated += n;
   store.db.exec('VACUUM');
   store.db.pragma('wal_checkpoint(TRUNCATE)');
   const diskAfter = dirBytes(dir);

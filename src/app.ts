@@ -176,6 +176,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     onIdempotencyExpired: (pairs) => idempotency.forget(pairs),
     snapshotEveryRecords: config.snapshotEveryRecords,
     walRetainRecords: config.walRetainRecords,
+    walSegmentRecords: config.walSegmentRecords,
     quoteSweepMs: config.quoteSweepMs,
     collectionSweepMs: config.collectionSweepMs,
     clockOffsets: clocks.entries(),

@@ -7,6 +7,7 @@ import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { ConnectorSchema, loadConnectorsFile } from './connectors/connector-config.ts';
+import { WAL_SEGMENT_RECORDS } from './store/wal-segments.ts';
 
 export const PARTITIONS = 64;
 
@@ -35,6 +36,8 @@ const ConfigSchema = Type.Object({
   snapshotEveryRecords: Type.Integer({ minimum: 0 }),
   /** WAL records kept after the snapshots that cover them, for audit and verify. */
   walRetainRecords: Type.Integer({ minimum: 0 }),
+  /** Records per WAL segment table (truncation drops whole segments). */
+  walSegmentRecords: Type.Integer({ minimum: 1, maximum: 10_000_000 }),
   quoteSweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),
   collectionSweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),
   shardQueueMax: Type.Integer({ minimum: 1 }),
@@ -133,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     idempotencySweepMs: intFrom(env, 'KOBO_IDEMPOTENCY_SWEEP_MS', 3_600_000),
     snapshotEveryRecords: intFrom(env, 'KOBO_SNAPSHOT_EVERY_RECORDS', 50_000),
     walRetainRecords: intFrom(env, 'KOBO_WAL_RETAIN_RECORDS', 100_000),
+    walSegmentRecords: intFrom(env, 'KOBO_WAL_SEGMENT_RECORDS', WAL_SEGMENT_RECORDS),
     quoteSweepMs: intFrom(env, 'KOBO_QUOTE_SWEEP_MS', 60_000),
     collectionSweepMs: intFrom(env, 'KOBO_COLLECTION_SWEEP_MS', 60_000),
     shardQueueMax: intFrom(env, 'KOBO_SHARD_QUEUE_MAX', 10_000),

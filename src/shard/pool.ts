@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
+import { WAL_SEGMENT_RECORDS } from '../store/wal-segments.ts';
 import { runShard, type ShardInbound, type ShardWorkerData } from './shard-runtime.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 
@@ -27,6 +28,7 @@ export interface PoolOptions {
   onIdempotencyExpired: (pairs: Array<[hash: number, partition: number]>) => void;
   snapshotEveryRecords: number;
   walRetainRecords: number;
+  walSegmentRecords?: number;
   quoteSweepMs: number;
   collectionSweepMs: number;
   clockOffsets: Array<[string, number]>;
@@ -118,6 +120,7 @@ export class ShardPool {
         idempotencySweepMs: this.options.idempotencySweepMs,
         snapshotEveryRecords: this.options.snapshotEveryRecords,
         walRetainRecords: this.options.walRetainRecords,
+        walSegmentRecords: this.options.walSegmentRecords ?? WAL_SEGMENT_RECORDS,
         quoteSweepMs: this.options.quoteSweepMs,
         collectionSweepMs: this.options.collectionSweepMs,
         clockOffsets: this.options.clockOffsets,

@@ -39,6 +39,8 @@ export interface ShardWorkerData {
   snapshotEveryRecords: number;
   /** WAL records always kept after truncation, for audit and verify (0: keep only what snapshots need). */
   walRetainRecords: number;
+  /** Records per WAL segment (truncation drops whole segments). */
+  walSegmentRecords: number;
   /** How often unused quotes past expiry leave the heap. */
   quoteSweepMs: number;
   /** How often unpaid sandbox collections past their instructions' expiry fail. */
@@ -70,7 +72,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   const post = (message: ShardToMain): void => port.post(message);
   const timers: Array<ReturnType<typeof setInterval>> = [];
 
-  const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)), { deferredSync: true });
+  const store = new ShardStore(path.join(data.dataDir, shardFile(data.shard)), { deferredSync: true, walSegmentRecords: data.walSegmentRecords });
   const partitions = partitionsOf(data.shard, data.shards);
   const recovered = recoverShard(store, { partitions });
   const passivation = new Passivation();
@@ -82,8 +84,6 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   setRequeryAfterMs(data.requeryAfterMs);
   setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf, (sample) => metrics.connectorCall(sample))));
   const queue: Queued[] = [];
-  /** WAL records deleted per event-loop turn when truncating (a few ms of sqlite work). */
-  const TRUNCATE_SLICE_RECORDS = 2_000;
   let flushScheduled = false;
   let recordsSinceSnapshot = recovered.replayed;
   /** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
@@ -255,10 +255,14 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
         gate.committedOne();
       }
-      // Records every kept image covers (beyond the retained tail) are no longer needed to recover:
-      // deleted a slice per event-loop turn, so a large truncation never stalls the commands.
+      // Segments every kept image covers (beyond the retained tail) are no longer needed to recover:
+      // dropped one per event-loop turn, so commands interleave. A partition whose images are older
+      // than its records in the oldest segment is imaged again next round, so an idle one never pins it.
       if (taken > 0) {
-        while (store.truncateWal(data.walRetainRecords, TRUNCATE_SLICE_RECORDS) > 0) {
+        for (;;) {
+          const { dropped, blockers } = store.truncateWal(data.walRetainRecords);
+          for (const partition of blockers) dirty.add(partition);
+          if (dropped === 0) break;
           gate.committedOne();
           await new Promise((resolve) => setImmediate(resolve));
         }

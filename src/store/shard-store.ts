@@ -10,6 +10,7 @@ import { ENTITY_KINDS, type ColdReader, type EntityKind, type IdempotencyRecord 
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, type IdemChange, type IdemRowOut } from './idem-log.ts';
 import { DUE_SQL, DueLog, type DueChange } from './due-log.ts';
+import { WAL_SEGMENT_RECORDS, WalSegments } from './wal-segments.ts';
 
 export type { IdemChange } from './idem-log.ts';
 
@@ -70,7 +71,8 @@ export class ShardStore implements ColdReader {
   readonly db: Database.Database;
   private nextLsn: number;
   private nextBatch: number;
-  private readonly insertWal: Database.Statement;
+  /** The WAL's segment tables. */
+  private readonly wal: WalSegments;
   private readonly insertSnapshot: Database.Statement;
   private readonly appendTx: (records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras) => { next: number; forgotten: Array<[number, number]> };
   private readonly statements: Statements;
@@ -92,7 +94,7 @@ export class ShardStore implements ColdReader {
   private closed = false;
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
-  constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}) {
+  constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean; walSegmentRecords?: number } = {}) {
     this.db = openDatabase(file, options);
     this.statements = new Statements(this.db);
     this.journalFile = `${file}-wal`;
@@ -101,9 +103,6 @@ export class ShardStore implements ColdReader {
     if (options.readonly !== true) {
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS wal (
-          lsn INTEGER PRIMARY KEY, partition INTEGER NOT NULL, batch INTEGER NOT NULL,
-          body TEXT NOT NULL, crc INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS snapshots (
           partition INTEGER NOT NULL, lsn INTEGER NOT NULL, taken_at_ms INTEGER NOT NULL,
           body BLOB NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (partition, lsn));
@@ -115,16 +114,13 @@ export class ShardStore implements ColdReader {
       `);
       this.migrateIdem();
     }
-    const last = this.db.prepare('SELECT max(lsn) AS lsn, max(batch) AS batch FROM wal').get() as {
-      lsn: number | null;
-      batch: number | null;
-    };
+    this.wal = new WalSegments(this.db, { readonly: options.readonly === true, segmentRecords: options.walSegmentRecords ?? WAL_SEGMENT_RECORDS });
+    const last = this.wal.last();
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
     this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
-    this.insertWal = this.db.prepare('INSERT INTO wal (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
     this.insertSnapshot = this.db.prepare(
       'INSERT OR REPLACE INTO snapshots (partition, lsn, taken_at_ms, body, crc) VALUES (?, ?, ?, ?, ?)',
     );
@@ -132,7 +128,7 @@ export class ShardStore implements ColdReader {
       const batch = this.nextBatch;
       let lsn = this.nextLsn;
       for (const record of records) {
-        this.insertWal.run(lsn, record.partition, batch, record.body, walChecksum(lsn, record.partition, record.body));
+        this.wal.append(lsn, record.partition, batch, record.body, walChecksum(lsn, record.partition, record.body));
         lsn += 1;
       }
       this.writeCold(extras.cold);
@@ -223,31 +219,25 @@ export class ShardStore implements ColdReader {
   }
 
   /**
-   * Deletes up to `slice` WAL records that no kept snapshot needs: per partition, those at or below the
-   * OLDER of its two kept images (so a damaged newest image can still fall back), and never the newest
-   * `retainRecords`. One sqlite transaction per call, so a kill -9 leaves a slice whole or untouched;
-   * the shard calls it once per event-loop turn until it returns 0, so commands interleave.
+   * Drops the oldest WAL segment if no kept snapshot needs it: per partition, every record in it is at or
+   * below the OLDER of its two kept images (so a damaged newest image can still fall back), and it holds
+   * none of the newest `retainRecords`. One sqlite transaction per call (a kill -9 leaves the segment
+   * whole or gone); the shard calls it once per event-loop turn until it drops nothing. `blockers`:
+   * partitions that need another image before the segment can go.
    */
-  truncateWal(retainRecords: number, slice = Number.MAX_SAFE_INTEGER): number {
-    const rows = this.stmt('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>;
+  truncateWal(retainRecords: number): { dropped: number; blockers: number[] } {
     const ceiling = this.nextLsn - 1 - retainRecords;
-    if (ceiling <= 0) return 0;
-    let deleted = 0;
-    this.db.transaction(() => {
-      let { lsn: floorLsn, batch: floorBatch } = this.walFloor();
-      for (const row of rows) {
-        if (row.n < 2 || deleted >= slice) continue;
-        const bound = Math.min(row.lsn, ceiling);
-        const doomed = this.stmt('SELECT lsn, batch FROM wal WHERE partition = ? AND lsn <= ? ORDER BY lsn LIMIT ?').raw().all(row.partition, bound, slice - deleted) as Array<[number, number]>;
-        if (doomed.length === 0) continue;
-        const last = doomed[doomed.length - 1]!;
-        deleted += this.stmt('DELETE FROM wal WHERE partition = ? AND lsn <= ?').run(row.partition, last[0]).changes;
-        floorLsn = Math.max(floorLsn, last[0]);
-        floorBatch = Math.max(floorBatch, ...doomed.map((d) => d[1]));
-      }
-      if (deleted > 0) this.setMeta('wal_floor', `${floorLsn}:${floorBatch}`);
+    if (ceiling <= 0) return { dropped: 0, blockers: [] };
+    const images = new Map(
+      (this.stmt('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>).map((r) => [r.partition, { count: r.n, minLsn: r.lsn }]),
+    );
+    return this.db.transaction(() => {
+      const { dropped, blockers } = this.wal.dropOldest(ceiling, (partition) => images.get(partition) ?? { count: 0, minLsn: 0 });
+      if (dropped === null) return { dropped: 0, blockers };
+      const floor = this.walFloor();
+      this.setMeta('wal_floor', `${Math.max(floor.lsn, dropped.lastLsn)}:${Math.max(floor.batch, dropped.lastBatch)}`);
+      return { dropped: dropped.records, blockers };
     })();
-    return deleted;
   }
 
   getMeta(key: string): string | undefined {
@@ -282,17 +272,11 @@ export class ShardStore implements ColdReader {
    * the caller may write to the file while it walks (recovery writes what replay passivates).
    */
   *walAfter(lsn: number, pageRecords = 2_000): IterableIterator<WalRow> {
-    const page = this.stmt('SELECT lsn, partition, batch, body, crc FROM wal WHERE lsn > ? ORDER BY lsn LIMIT ?');
-    for (let after = lsn; ; ) {
-      const rows = page.all(after, pageRecords) as WalRow[];
-      yield* rows;
-      if (rows.length < pageRecords) return;
-      after = rows[rows.length - 1]!.lsn;
-    }
+    yield* this.wal.after(lsn, pageRecords);
   }
 
   walCount(): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM wal').get() as { n: number }).n;
+    return this.wal.count();
   }
 
   lastBatch(): number {
@@ -305,18 +289,17 @@ export class ShardStore implements ColdReader {
    * request would pay for one.
    */
   cutFrom(lsn: number): number {
-    const info = this.db.prepare('DELETE FROM wal WHERE lsn >= ?').run(lsn);
+    const cut = this.wal.cutFrom(lsn);
     this.db.prepare('DELETE FROM cold WHERE lsn >= ?').run(lsn);
     this.idem.cutFrom(lsn);
     this.due.cutFrom(lsn);
-    const last = this.db.prepare('SELECT max(lsn) AS lsn FROM wal').get() as { lsn: number | null };
-    this.nextLsn = Math.max(last.lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
-    return info.changes;
+    this.nextLsn = Math.max(this.wal.last().lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
+    return cut;
   }
 
   /** The oldest LSN still in the WAL, or null when it is empty. */
   walFirstLsn(): number | null {
-    return (this.db.prepare('SELECT min(lsn) AS lsn FROM wal').get() as { lsn: number | null }).lsn;
+    return this.wal.first();
   }
 
   /** Ids of every passivated entity of a kind (verify's whole-history checks). */

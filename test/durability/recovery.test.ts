@@ -11,6 +11,14 @@ import { kobo } from '../helpers/cli.ts';
 const key = secretKey();
 const keys = [`${key}@recovery`];
 
+/** The WAL segment table holding `lsn` (the `wal` view cannot be written). */
+function segmentOf(db: Database.Database, lsn: number): string {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'wal_%'").pluck().all() as string[];
+  const table = tables.find((t) => db.prepare(`SELECT 1 FROM ${t} WHERE lsn = ?`).get(lsn) !== undefined);
+  assert.ok(table !== undefined, `no segment holds LSN ${lsn}`);
+  return table;
+}
+
 async function seed(baseUrl: string, count: number): Promise<Array<{ id: string; walletId: string; key: string; body: object; response: unknown }>> {
   const api = client(baseUrl, key);
   const out = [];
@@ -41,7 +49,7 @@ test('recovery: torn final WAL record → cut at start, earlier records intact',
   await server.kill();
   const { file, max } = shardWithRecords(server.dataDir);
   const db = new Database(file);
-  db.prepare("UPDATE wal SET body = substr(body, 1, length(body) - 7) WHERE lsn = ?").run(max);
+  db.prepare(`UPDATE ${segmentOf(db, max)} SET body = substr(body, 1, length(body) - 7) WHERE lsn = ?`).run(max);
   db.close();
   server = await startServer({ keys, dataDir: server.dataDir });
   try {
@@ -62,7 +70,7 @@ test('recovery: corrupt record before the final batch → start refuses, verify 
   const { file } = shardWithRecords(server.dataDir);
   const db = new Database(file);
   const first = db.prepare('SELECT min(lsn) AS lsn FROM wal').get() as { lsn: number };
-  db.prepare("UPDATE wal SET body = replace(body, 'Rec', 'Rex') WHERE lsn = ?").run(first.lsn);
+  db.prepare(`UPDATE ${segmentOf(db, first.lsn)} SET body = replace(body, 'Rec', 'Rex') WHERE lsn = ?`).run(first.lsn);
   db.close();
   const verify = kobo(server.dataDir, 'verify');
   assert.notEqual(verify.status, 0);

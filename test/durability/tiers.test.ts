@@ -12,7 +12,7 @@ import { until } from '../helpers/wait.ts';
 const key = secretKey();
 const keys = [`${key}@tiers`];
 /** Snapshots after every few records, truncation keeping nothing extra: both run constantly. */
-const churn = { KOBO_SNAPSHOT_EVERY_RECORDS: '6', KOBO_SNAPSHOT_INTERVAL_MS: '0', KOBO_WAL_RETAIN_RECORDS: '0' };
+const churn = { KOBO_SNAPSHOT_EVERY_RECORDS: '6', KOBO_SNAPSHOT_INTERVAL_MS: '0', KOBO_WAL_RETAIN_RECORDS: '0', KOBO_WAL_SEGMENT_RECORDS: '4' };
 
 interface Db {
   cold: number;

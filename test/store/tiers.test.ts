@@ -15,6 +15,7 @@ import { tempDataDir } from '../helpers/server.ts';
 import Database from 'better-sqlite3';
 import { packIdemAt, unpackIdemAt } from '../../src/store/tiers.ts';
 import { scopeHash } from '../../src/store/scope-hash.ts';
+import { WAL_SEGMENT_RECORDS } from '../../src/store/wal-segments.ts';
 
 const PARTITION = 3;
 
@@ -129,26 +130,34 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     store.close();
   });
 
-  it('truncateWal in slices → at most a slice per call, never past the older kept image, LSNs continue after reopening', () => {
+  it('truncateWal → drops whole segments, only those both kept images cover and past the retained tail; names blockers; LSNs continue after reopening', () => {
     const file = path.join(tempDataDir('tiers'), 'shard-0.db');
     let store = new ShardStore(file);
-    for (let i = 0; i < 50; i += 1) store.appendBatch(Array.from({ length: 100 }, () => ({ partition: PARTITION, body: '[]' })));
+    const records = 2.5 * WAL_SEGMENT_RECORDS;
+    for (let i = 0; i < records / 100; i += 1) store.appendBatch(Array.from({ length: 100 }, (_, j) => ({ partition: j % 2 === 0 ? PARTITION : PARTITION + 1, body: '[]' })));
+    assert.equal(store.walCount(), records);
     const image = compressImageSync(encodePartition(emptyPartition(PARTITION)));
-    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 4_000, takenAtMs: 1, body: image }));
-    assert.equal(store.truncateWal(0, 500), 0, 'one image: nothing may go (it could be the damaged one)');
-    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 5_000, takenAtMs: 2, body: image }));
-    const slices: number[] = [];
-    for (let n = store.truncateWal(500, 1_500); n > 0; n = store.truncateWal(500, 1_500)) slices.push(n);
-    assert.deepEqual(slices, [1_500, 1_500, 1_000], 'up to the older image (4,000), a slice at a time');
-    assert.equal(store.walFirstLsn(), 4_001);
-    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 5_000, takenAtMs: 3, body: image }));
+    const olderLsn = 1.2 * WAL_SEGMENT_RECORDS;
+    for (const p of [PARTITION, PARTITION + 1]) store.writeSnapshot(snapshotRow({ partition: p, lsn: olderLsn, takenAtMs: 1, body: image }));
+    assert.deepEqual(store.truncateWal(0), { dropped: 0, blockers: [PARTITION, PARTITION + 1] }, 'one image each: nothing may go (it could be the damaged one)');
+    store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: 2.1 * WAL_SEGMENT_RECORDS, takenAtMs: 2, body: image }));
+    assert.deepEqual(store.truncateWal(0), { dropped: 0, blockers: [PARTITION + 1] }, 'the other partition still has one image');
+    store.writeSnapshot(snapshotRow({ partition: PARTITION + 1, lsn: 2.1 * WAL_SEGMENT_RECORDS, takenAtMs: 2, body: image }));
+    assert.deepEqual(store.truncateWal(2 * WAL_SEGMENT_RECORDS), { dropped: 0, blockers: [] }, 'the retained tail reaches into the oldest segment');
+    assert.deepEqual(store.truncateWal(500), { dropped: WAL_SEGMENT_RECORDS, blockers: [] }, 'the oldest segment goes whole');
+    assert.deepEqual(store.truncateWal(500), { dropped: 0, blockers: [PARTITION, PARTITION + 1] }, 'the next one holds records past the older images');
+    assert.equal(store.walFirstLsn(), WAL_SEGMENT_RECORDS + 1);
+    assert.equal(store.walCount(), records - WAL_SEGMENT_RECORDS);
+    assert.equal([...store.walAfter(0)].length, records - WAL_SEGMENT_RECORDS, 'the rest reads back in order across segments');
     store.close();
     store = new ShardStore(file);
-    store.db.prepare('DELETE FROM wal').run(); // as if every record had been truncated
-    store.setMeta('wal_floor', '5000:50');
+    for (const name of store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'wal_%'").pluck().all() as string[]) {
+      store.db.prepare(`DELETE FROM ${name}`).run(); // as if every record had been truncated
+    }
+    store.setMeta('wal_floor', `${records}:${records / 100}`);
     store.close();
     store = new ShardStore(file);
-    assert.equal(store.lsnNext, 5_001, 'numbering never goes back after truncation');
+    assert.equal(store.lsnNext, records + 1, 'numbering never goes back after truncation');
     store.close();
   });
 });
