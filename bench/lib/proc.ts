@@ -13,6 +13,8 @@ export interface Pinned {
 
 const START_MS_MAX = 60_000;
 const STOP_MS_MAX = 30_000;
+/** Server output kept for error messages. */
+const OUTPUT_CHARS_MAX = 64 * 1024;
 
 /**
  * Spawns `command args` under `taskset -c core` (taskset execs the command, so the PID is the server's)
@@ -31,9 +33,15 @@ export async function startPinned(options: {
     env: options.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // The server's output, its last OUTPUT_CHARS_MAX characters only: a server logging every request
+  // would otherwise grow this (and the work of reading it) with the run, on the client's core.
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const keep = (chunk: Buffer): void => {
+    output += chunk.toString();
+    if (output.length > 2 * OUTPUT_CHARS_MAX) output = output.slice(-OUTPUT_CHARS_MAX);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
@@ -54,6 +62,7 @@ export async function startPinned(options: {
         const match = options.ready.exec(output);
         if (match === null) return;
         clearTimeout(timer);
+        child.stdout!.off('data', check);
         resolve(Number(match[1]));
       };
       child.stdout!.on('data', check);

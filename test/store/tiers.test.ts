@@ -134,7 +134,7 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     const file = path.join(tempDataDir('tiers'), 'shard-0.db');
     let store = new ShardStore(file);
     const records = 2.5 * WAL_SEGMENT_RECORDS;
-    for (let i = 0; i < records / 100; i += 1) store.appendBatch(Array.from({ length: 100 }, (_, j) => ({ partition: j % 2 === 0 ? PARTITION : PARTITION + 1, body: '[]' })));
+    for (let i = 0; i < records / 50; i += 1) store.appendBatch(Array.from({ length: 50 }, (_, j) => ({ partition: j % 2 === 0 ? PARTITION : PARTITION + 1, body: '[]' })));
     assert.equal(store.walCount(), records);
     const image = compressImageSync(encodePartition(emptyPartition(PARTITION)));
     const olderLsn = 1.2 * WAL_SEGMENT_RECORDS;
@@ -154,7 +154,7 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     for (const name of store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'wal_%'").pluck().all() as string[]) {
       store.db.prepare(`DELETE FROM ${name}`).run(); // as if every record had been truncated
     }
-    store.setMeta('wal_floor', `${records}:${records / 100}`);
+    store.setMeta('wal_floor', `${records}:${records / 50}`);
     store.close();
     store = new ShardStore(file);
     assert.equal(store.lsnNext, records + 1, 'numbering never goes back after truncation');
