@@ -25,6 +25,13 @@ try {
   process.exit(78); // EX_CONFIG
 }
 const logging = createLogging(config.logLevel);
+// A bug that escapes (an inline shard's failed assertion or commit, which a worker would report as its
+// error) stops the process as a failed shard does: its memory is no longer trusted; a restart replays.
+process.on('uncaughtException', (error) => {
+  logging.error('fatal: uncaught exception', error);
+  logging.flush();
+  process.exit(70);
+});
 
 try {
   const app = await startApp(config, logging.info, logging);

@@ -114,6 +114,12 @@ export class ShardStore implements ColdReader {
       `);
       this.migrateIdem();
     }
+    if (options.readonly === true) {
+      // A reader (verify, while a server may be writing) sees one moment of the file throughout: the
+      // server may drop a WAL segment or take an image meanwhile, which this read transaction never sees.
+      this.db.exec('BEGIN');
+      this.db.prepare('SELECT count(*) FROM sqlite_master').get();
+    }
     this.wal = new WalSegments(this.db, { readonly: options.readonly === true, segmentRecords: options.walSegmentRecords ?? WAL_SEGMENT_RECORDS });
     const last = this.wal.last();
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
