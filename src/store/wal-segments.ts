@@ -167,7 +167,8 @@ export class WalSegments {
       if (images.count < 2 || images.minLsn < maxLsn) blockers.push(partition);
     }
     if (blockers.length > 0) return { dropped: null, blockers };
-    const lastBatch = (this.db.prepare(`SELECT max(batch) AS b FROM ${oldest.name}`).get() as { b: number | null }).b ?? 0;
+    // Batches grow with LSNs: the last record's batch is the segment's highest (a lookup, not a scan).
+    const lastBatch = oldest.lastLsn === null ? 0 : ((this.db.prepare(`SELECT batch FROM ${oldest.name} WHERE lsn = ?`).get(oldest.lastLsn) as { batch: number } | undefined)?.batch ?? 0);
     this.db.exec(`DROP TABLE ${oldest.name}`);
     this.segments.shift();
     this.writeView();
