@@ -1,18 +1,16 @@
 // A partition's view of its waiting sandbox collections' expiries: changes are buffered for the group
-// commit (the `due` table of the shard file); without a file (tests, tools) they live in a heap map.
-// Runs in the shard worker that owns the partition. Reads never see the current batch's changes,
-// which only ever add collections that just started waiting (not yet due).
-import type { DueEntry, DueOp, DueReader } from '../store/due-log.ts';
+// commit (the `due` table of the shard file, which the shard's sweep reads for every partition at once);
+// without a file (tests, tools) they live in a heap map that the partition's sweep reads itself.
+// Runs in the shard worker that owns the partition.
+import type { DueEntry, DueOp } from '../store/due-log.ts';
 
 export class DueIndex {
   private ops: DueOp[] = [];
   private readonly heap: Map<string, DueEntry> | null;
 
-  constructor(
-    private readonly partition: number,
-    private readonly store: DueReader | null,
-  ) {
-    this.heap = store === null ? new Map() : null;
+  /** `fileBacked`: changes go to the shard file with the group commit; otherwise they stay in a heap map. */
+  constructor(fileBacked: boolean) {
+    this.heap = fileBacked ? null : new Map();
   }
 
   /** A collection started waiting (or waits again, with a new expiry). */
@@ -30,23 +28,14 @@ export class DueIndex {
     }
   }
 
-  /** Entries due by their owner's cutoff, oldest first per owner, at most `limit` in all. */
+  /**
+   * Heap entries due by their owner's cutoff, oldest first, at most `limit`. A file-backed index has
+   * none to give: the shard's sweep reads the file and hands each partition its candidates.
+   */
   dueBy(cutoffOf: (owner: string) => number, limit: number): DueEntry[] {
-    if (this.heap !== null) {
-      const due = [...this.heap.values()].filter((e) => e.expiresAtMs < cutoffOf(e.owner)).sort((a, b) => a.expiresAtMs - b.expiresAtMs);
-      return due.slice(0, limit);
-    }
-    const found: DueEntry[] = [];
-    for (const owner of this.store!.ownersOf(this.partition)) {
-      if (found.length >= limit) break;
-      found.push(...this.store!.dueOf(this.partition, owner, cutoffOf(owner), limit - found.length));
-    }
-    return found;
-  }
-
-  /** True when no collection waits (a sweep of this partition would find nothing). */
-  isEmpty(): boolean {
-    return this.heap !== null ? this.heap.size === 0 : this.ops.length === 0 && this.store!.ownersOf(this.partition).length === 0;
+    if (this.heap === null) return [];
+    const due = [...this.heap.values()].filter((e) => e.expiresAtMs < cutoffOf(e.owner)).sort((a, b) => a.expiresAtMs - b.expiresAtMs);
+    return due.slice(0, limit);
   }
 
   /** Changes wait for the group commit. */

@@ -2,6 +2,7 @@
 // Both threads. Commands are plain data so they clone cheaply across the thread boundary.
 // Invariant: a command names its partition; the front end routes it to partition % shards.
 import type { RailAnswer, RailKind, RailOp } from '../rails/rail.ts';
+import type { DueEntry } from '../store/due-log.ts';
 import type { OutboxEvent, Owner, StoredReply, Tier } from './state.ts';
 import type { ValidationSnapshot } from '../catalogue/services-recipient.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
@@ -98,7 +99,13 @@ export type CommandBody =
   /** Take unused quotes past expiry out of the heap; the cutoff is each owner's sandbox-clock now. */
   | { k: 'quotes.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   /** Sandbox collections still unpaid when their instructions expire fail with EXPIRED (owner clocks). */
-  | { k: 'payments.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
+  | {
+      k: 'payments.expire';
+      cutoffMs: Record<string, number>;
+      defaultCutoffMs: number;
+      /** Rows of the shard file's `due` table the sweep found due in this partition; absent: the heap index's. */
+      candidates?: DueEntry[];
+    }
   | { k: 'idem.replay' }
   /** A rail's answer about one entity and attempt (see src/rails/rail.ts): a connector's response or callback; null: the sandbox rail's, taken when applied. */
   | { k: 'rail.answer'; kind: RailKind; id: string; attempt: number; phase: RailOp | 'callback'; answer: RailAnswer | null; /** callbacks: the connector that sent it */ connector?: string };

@@ -14,7 +14,7 @@ const REPLAY_PASSIVATE_EVERY_RECORDS = 5_000;
 
 /** The partition tiers backed by a shard file: cold entities and idempotency records read from it. */
 export function tiersOf(store: ShardStore): PartitionTiers {
-  return { cold: store, idem: { readAt: (scope, seq) => store.readIdemAt(scope, seq) }, due: store.due };
+  return { cold: store, idem: { readAt: (scope, seq) => store.readIdemAt(scope, seq) } };
 }
 
 export class CorruptionError extends Error {}

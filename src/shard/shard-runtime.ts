@@ -12,6 +12,8 @@ import { compressImage, snapshotRow } from '../store/snapshot.ts';
 import { encodePartition } from './partition-image.ts';
 import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
+import { EXPIRE_AGAIN_AFTER_MS, EXPIRE_CANDIDATES_MAX } from './handlers/payments.ts';
+import type { DueEntry } from '../store/due-log.ts';
 import { setRequeryAfterMs, type Effect, type HandlerContext } from './handlers/common.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
@@ -358,14 +360,31 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   }
   timers.push(setInterval(sweepQuotes, data.quoteSweepMs).unref());
 
-  /** Sandbox collections nobody paid before their instructions expired fail (EXPIRED) and leave the heap. */
+  /**
+   * Sandbox collections nobody paid before their instructions expired fail (EXPIRED) and leave the heap.
+   * One read of the file's `due` table (owner by owner, each at its sandbox-clock now) finds the rows due
+   * in every partition; each partition's command gets its own and decides from the payments themselves.
+   */
   function sweepCollections(): void {
     const nowMs = Date.now();
     const cutoffMs = ownerNows(nowMs);
-    for (const partition of partitions) {
-      if (states.get(partition)!.due.isEmpty()) continue;
-      enqueue({ n: -1, cmd: { k: 'payments.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:payments', nowMs, partition } });
+    const byPartition = new Map<number, DueEntry[]>();
+    let found = 0;
+    for (const owner of store.due.owners()) {
+      for (const row of store.due.dueOf(owner, cutoffMs[owner] ?? nowMs, EXPIRE_CANDIDATES_MAX - found)) {
+        let candidates = byPartition.get(row.partition);
+        if (candidates === undefined) byPartition.set(row.partition, (candidates = []));
+        candidates.push({ id: row.id, owner: row.owner, expiresAtMs: row.expiresAtMs });
+        found += 1;
+      }
+      if (found >= EXPIRE_CANDIDATES_MAX) break;
     }
+    for (const [partition, candidates] of byPartition) {
+      if (!states.has(partition)) continue;
+      enqueue({ n: -1, cmd: { k: 'payments.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:payments', nowMs, partition, candidates } });
+    }
+    // A backlog drains in slices: look again soon (rows of collections expired meanwhile are dropped then).
+    if (found >= EXPIRE_CANDIDATES_MAX && !closed) setTimeout(sweepCollections, EXPIRE_AGAIN_AFTER_MS).unref();
   }
   timers.push(setInterval(sweepCollections, data.collectionSweepMs).unref());
 }

@@ -10,7 +10,7 @@ import type { FailureCode, TransactionStatus } from '../../machines/transaction.
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type { OrderStatus } from '../../machines/order.machine.ts';
-import type { DueEntry, DueReader } from '../store/due-log.ts';
+import type { DueEntry } from '../store/due-log.ts';
 import { DueIndex } from './due-index.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
@@ -359,7 +359,6 @@ export function collectionDue(payment: Payment): DueEntry {
 export interface PartitionTiers {
   cold: ColdReader;
   idem: IdemReader;
-  due: DueReader;
 }
 
 const FINISHED_ORDER = new Set<OrderStatus>(['completed', 'failed', 'refunded', 'cancelled']);
@@ -381,7 +380,7 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
     orders: new EntityTable<ServiceOrder>('order', cold, (o) => FINISHED_ORDER.has(o.status)),
     idempotency: new IdemTable(tiers?.idem ?? null),
     ledger: emptyLedger(),
-    due: new DueIndex(partition, tiers?.due ?? null),
+    due: new DueIndex(tiers !== null),
   };
 }
 

@@ -113,6 +113,7 @@ export class ShardStore implements ColdReader {
         ${DUE_SQL}
       `);
       this.migrateIdem();
+      DueLog.migrate(this.db);
     }
     if (options.readonly === true) {
       // A reader (verify, while a server may be writing) sees one moment of the file throughout: the

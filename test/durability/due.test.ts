@@ -12,8 +12,10 @@ import { partitionOfId } from '../../src/ids.ts';
 
 const key = secretKey();
 const keys = [`${key}@due`];
-/** More than one sweep may expire (500), so the backlog drains in slices. */
+/** More than one sweep command may expire (500), so the backlog drains in slices. */
 const WAITING = 620;
+/** A second customer's, in another partition: together more than one sweep reads (1,000). */
+const OTHER_WAITING = 500;
 const PAID = 40;
 const SHARD_FILES = ['shard-0.db'];
 
@@ -42,7 +44,7 @@ async function imageCovering(dataDir: string, partition: number): Promise<string
   return decompressImage(row!.body);
 }
 
-test(`${WAITING} waiting collections → expiry rows in the shard file, images do not grow; after kill -9 and a day, every unpaid one expires and every row goes`, async () => {
+test(`${WAITING} + ${OTHER_WAITING} waiting collections in two partitions → expiry rows in the shard file, images do not grow; after kill -9 and a day, every unpaid one expires and every row goes`, async () => {
   const env = { KOBO_SNAPSHOT_EVERY_RECORDS: '50', KOBO_SNAPSHOT_INTERVAL_MS: '200', KOBO_COLLECTION_SWEEP_MS: '86400000', KOBO_SHARD_MODE: 'inline' };
   let server = await startServer({ keys, shards: 1, env });
   try {
@@ -72,8 +74,24 @@ test(`${WAITING} waiting collections → expiry rows in the shard file, images d
     for (const id of paid) assert.equal((await api('POST', `/v1/test_helpers/payments/${id}/settle`)).status, 200);
     assert.equal(dueRows(server.dataDir), WAITING, 'one row per collection that waited (a paid one keeps its row until a sweep)');
 
+    let other = await api('POST', '/v1/customers', { idempotencyKey: idem('c'), body: { name: 'Waits Too', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    for (let tries = 0; partitionOfId(other.body.data.id) === partition && tries < 20; tries += 1) {
+      other = await api('POST', '/v1/customers', { idempotencyKey: idem('c'), body: { name: 'Waits Too', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    }
+    assert.notEqual(partitionOfId(other.body.data.id), partition, 'a customer in another partition');
+    for (let i = 0; i < OTHER_WAITING; i += 20) {
+      const batch = await Promise.all(
+        Array.from({ length: 20 }, () => api('POST', '/v1/payments', { idempotencyKey: idem('p'), body: { customer_id: other.body.data.id, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } })),
+      );
+      for (const r of batch) {
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        ids.push(r.body.data.id);
+      }
+    }
+    assert.equal(dueRows(server.dataDir), WAITING + OTHER_WAITING);
+
     const after = await imageCovering(server.dataDir, partition);
-    for (const id of ids.slice(-5)) assert.ok(!after.includes(id), 'no waiting collection in the image');
+    for (const id of ids.slice(WAITING - 5, WAITING)) assert.ok(!after.includes(id), 'no waiting collection in the image');
     // Less than a byte per collection (balances and counters of the 40 paid ones grow by a few digits);
     // an index in the image took ≈ 45 B each.
     assert.ok(after.length - before.length < WAITING, `the image grew ${after.length - before.length} B for ${WAITING} collections`);
@@ -81,7 +99,7 @@ test(`${WAITING} waiting collections → expiry rows in the shard file, images d
     await server.kill();
     server = await startServer({ keys, shards: 1, dataDir: server.dataDir, env: { ...env, KOBO_COLLECTION_SWEEP_MS: '100' } });
     api = client(server.baseUrl, key);
-    assert.equal(dueRows(server.dataDir), WAITING, 'the rows survive a kill -9');
+    assert.equal(dueRows(server.dataDir), WAITING + OTHER_WAITING, 'the rows survive a kill -9');
     assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 86_401 } })).status, 200);
     await until(async () => dueRows(server.dataDir), (n) => n === 0, 'every row dropped once its collection is no longer waiting', 15_000);
     const statuses = new Map<string, number>();
@@ -91,7 +109,7 @@ test(`${WAITING} waiting collections → expiry rows in the shard file, images d
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
       if (status === 'failed') assert.equal((await api('GET', `/v1/transactions/${r.body.data.transaction_id}`)).body.data.failure.code, 'EXPIRED');
     }
-    assert.deepEqual(Object.fromEntries(statuses), { completed: PAID, failed: WAITING - PAID });
+    assert.deepEqual(Object.fromEntries(statuses), { completed: PAID, failed: WAITING + OTHER_WAITING - PAID });
   } finally {
     await server.stop();
   }

@@ -254,9 +254,9 @@ const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'R
 /** Payments one sweep command expires at most (the rest wait for the next sweep: no long command). */
 const EXPIRE_PAYMENTS_MAX = 500;
 /** Index rows one sweep reads at most (rows of collections that wait no more are dropped on the way). */
-const EXPIRE_CANDIDATES_MAX = 2 * EXPIRE_PAYMENTS_MAX;
+export const EXPIRE_CANDIDATES_MAX = 2 * EXPIRE_PAYMENTS_MAX;
 /** A sweep that found more due than it may expire runs again this soon (a backlog drains in slices). */
-const EXPIRE_AGAIN_AFTER_MS = 100;
+export const EXPIRE_AGAIN_AFTER_MS = 100;
 
 /**
  * A sandbox collection (bank transfer, card page, mobile-money prompt) the payer has not paid when its
@@ -268,7 +268,7 @@ export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payment
   const events: WalEvent[] = [];
   let expired = 0;
   // The index names candidates only; each payment's own state and expiry decide.
-  const candidates = ctx.state.due.dueBy((owner) => cmd.cutoffMs[owner] ?? cmd.defaultCutoffMs, EXPIRE_CANDIDATES_MAX);
+  const candidates = cmd.candidates ?? ctx.state.due.dueBy((owner) => cmd.cutoffMs[owner] ?? cmd.defaultCutoffMs, EXPIRE_CANDIDATES_MAX);
   for (const due of candidates) {
     if (expired >= EXPIRE_PAYMENTS_MAX) break;
     const payment = ctx.state.payments.get(due.id);
@@ -285,7 +285,9 @@ export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payment
     events.push(...failed);
     expired += 1;
   }
-  const effects: Effect[] = candidates.length >= EXPIRE_CANDIDATES_MAX || expired >= EXPIRE_PAYMENTS_MAX ? [{ afterMs: EXPIRE_AGAIN_AFTER_MS, cmd }] : [];
+  // A heap index may hold more: look again soon. (The shard file's sweep looks again itself.)
+  const more = cmd.candidates === undefined && (candidates.length >= EXPIRE_CANDIDATES_MAX || expired >= EXPIRE_PAYMENTS_MAX);
+  const effects: Effect[] = more ? [{ afterMs: EXPIRE_AGAIN_AFTER_MS, cmd }] : [];
   return { events, reply: () => ({ status: 200, json: JSON.stringify({ data: { expired } }) }), effects };
 }
 
