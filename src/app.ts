@@ -26,6 +26,7 @@ import { FrontIdempotencyStore } from './http/idempotency-store.ts';
 import { CustomerIndex } from './api/customer-index.ts';
 import { SandboxClocks } from './api/clocks.ts';
 import type { ApiDeps } from './api/deps.ts';
+import { WalletViews } from './api/wallet-views.ts';
 import { countryRoutes } from './api/countries.ts';
 import { customerRoutes } from './api/customers.ts';
 import { transactionRoutes } from './api/transactions.ts';
@@ -62,6 +63,8 @@ export interface RunningApp {
 
 /** How long a stop waits for webhook attempts in flight to record their outcome. */
 const DISPATCHER_STOP_MS = 1_000;
+/** Wallet views the front end keeps (~500 B each: ~10 MB), the one changed longest ago evicted first. */
+const WALLET_VIEWS_MAX = 20_000;
 
 export type Log = (message: string, fields?: Record<string, unknown>) => void;
 
@@ -163,6 +166,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   const metrics = new Metrics(() => pool?.queueDepths() ?? []);
   // One CPU for the process (its affinity: taskset, a cpuset): a worker thread would only add hops.
   const shardsInline = config.shardMode === 'inline' || (config.shardMode === 'auto' && os.availableParallelism() === 1);
+  const walletViews = new WalletViews(WALLET_VIEWS_MAX);
+  metrics.walletViews(walletViews);
   pool = new ShardPool({
     shards: config.shards,
     inline: shardsInline,
@@ -183,6 +188,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,
     onOutbox: (events) => dispatcher?.ingest(events),
+    onWallets: (updates) => walletViews.update(updates),
     onMetrics: (message) => {
       metrics.shard(message);
       if (message.batchSizes.length > 0 || message.queued > 0) {
@@ -232,7 +238,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   // Lookups that move no money (account names, recipients, FX rates) are asked from the main thread.
   let publicUrl = config.publicUrl;
   setLiveRails(config.connectors.map((c) => connectorRail(c, () => publicUrl, (sample) => metrics.connectorCall(sample))));
-  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, walletViews, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
   const router = new Router();
   router.add([
     ...countryRoutes(),

@@ -13,6 +13,7 @@ import { Customer, CustomerCreate, CustomerPatch, Wallet } from '../schemas/cust
 import type { CustomerPatchBody } from '../shard/protocol.ts';
 import { byIdHandler, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
 import { profileCache } from './profile-cache.ts';
+import { accessRejection } from '../shard/lifecycle/context.ts';
 
 
 const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
@@ -174,7 +175,21 @@ export function customerRoutes(deps: ApiDeps): RouteDef[] {
       family: 'wallets',
       response: Wallet,
       errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
-      handle: byIdHandler(deps, 'wallet', (id) => ({ k: 'wallet.get', id })),
+      handle: walletHandler(deps),
     },
   ];
+}
+
+/**
+ * GET /v1/wallets/{id}: a wallet changed since start is answered from the front end's view of its last
+ * durable change, with the shard's access rules; any other goes to its shard.
+ */
+function walletHandler(deps: ApiDeps): RouteDef['handle'] {
+  const fromShard = byIdHandler(deps, 'wallet', (id) => ({ k: 'wallet.get', id }));
+  return (ctx) => {
+    const view = deps.walletViews?.get(ctx.params.id ?? '');
+    if (view === undefined) return fromShard(ctx);
+    const denied = accessRejection({ owner: ctx.owner, customerScope: ctx.key?.customerId ?? null }, view, 'wallet');
+    return denied === null ? { status: 200, json: view.json } : errorOf(denied);
+  };
 }

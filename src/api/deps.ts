@@ -15,6 +15,7 @@ import type { Reply, RequestContext } from '../http/types.ts';
 import type { CustomerIndex } from './customer-index.ts';
 import type { SandboxClocks } from './clocks.ts';
 import type { PinPolicy } from './pin-check.ts';
+import type { WalletViews } from './wallet-views.ts';
 
 export interface ApiDeps {
   pool: ShardPool;
@@ -24,6 +25,8 @@ export interface ApiDeps {
   clocks: SandboxClocks;
   /** Wrong-PIN lock (src/api/pin-check.ts); the defaults when absent. */
   pinPolicy?: PinPolicy;
+  /** Views of wallets changed since start (src/api/wallet-views.ts); every wallet read asks its shard when absent. */
+  walletViews?: WalletViews;
 }
 
 export function errorOf(rejection: Rejection): Reply {

@@ -38,6 +38,20 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'kobo_' });
   }
 
+  /** The front end's wallet views: how many it keeps and how many reads they answered (read at scrape time). */
+  walletViews(views: { size: number; hits: number }): void {
+    new Gauge({ name: 'kobo_wallet_views', help: 'Wallet views the front end keeps (wallets changed since start, bounded).', registers: [this.registry], collect() { this.set(views.size); } });
+    new Counter({
+      name: 'kobo_wallet_view_reads_total',
+      help: 'Wallet reads answered from the front end\'s views, without a shard hop.',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(views.hits);
+      },
+    });
+  }
+
   /**
    * Per-request series, bound once per label set: prom-client's labelled inc/observe hash and check
    * the labels on every call, which showed up in the request path's profile. The label sets are

@@ -92,7 +92,9 @@ function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): voi
     const ids = op.op === 'post' || op.op === 'hold' ? [op.dr, op.cr] : hold === undefined ? [] : [hold.dr, hold.cr];
     for (const id of ids) {
       const account = state.ledger.accounts.get(id);
-      if (account?.kind === 'wallet') (account as Wallet).updatedAtMs = atMs;
+      if (account?.kind !== 'wallet') continue;
+      (account as Wallet).updatedAtMs = atMs;
+      state.walletsChanged.add(id);
     }
   }
 }
@@ -136,6 +138,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       assert(!state.ledger.accounts.has(event.wallet.id), 'apply: wallet exists');
       state.ledger.accounts.set(event.wallet.id, { ...event.wallet });
       customer.wallets[event.wallet.currency] = event.wallet.id;
+      state.walletsChanged.add(event.wallet.id);
       return;
     }
     case 'txn.created':

@@ -6,7 +6,7 @@
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
+import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
 import { WAL_SEGMENT_RECORDS } from '../store/wal-segments.ts';
@@ -40,6 +40,8 @@ export interface PoolOptions {
   log?: (message: string) => void;
   /** Outbox events a shard made durable, for the webhook dispatcher. */
   onOutbox: (events: OutboxEvent[]) => void;
+  /** Views of wallets a durable commit changed; called before that commit's replies are handed out. */
+  onWallets?: (updates: WalletUpdate[]) => void;
   /** A shard's measurements of the last second (group commits, fsync, WAL records, snapshots, rails). */
   onMetrics?: (message: ShardMetricsMessage) => void;
 }
@@ -150,6 +152,8 @@ export class ShardPool {
 
   private onMessage(message: ShardToMain): void {
     if (message.type === 'replies') {
+      // A client that hears of its write must find it in the next GET of the wallet: views first.
+      if (message.wallets !== undefined) this.options.onWallets?.(message.wallets);
       for (const item of message.items) {
         const waiter = this.pending.get(item.n);
         if (waiter === undefined) continue;

@@ -122,6 +122,17 @@ export interface CommandMessage {
 export interface ReplyMessage {
   type: 'replies';
   items: Array<{ n: number; reply: StoredReply }>;
+  /** The views of wallets the commit changed, taken by the front end before it hands out any reply. */
+  wallets?: WalletUpdate[];
+}
+
+/** A wallet as GET /v1/wallets/{id} shows it after a durable change, with who may see it. */
+export interface WalletUpdate {
+  id: string;
+  owner: string;
+  customerId: string;
+  /** The 200 body, byte for byte what the shard would answer. */
+  json: string;
 }
 
 /** What a shard reports after recovery, so the front end can rebuild its routing indexes. */

@@ -15,7 +15,7 @@ import { resumeEffects } from './handlers/resume.ts';
 import { EXPIRE_AGAIN_AFTER_MS, EXPIRE_CANDIDATES_MAX } from './handlers/payments.ts';
 import type { DueEntry } from '../store/due-log.ts';
 import { setRequeryAfterMs, type Effect, type HandlerContext } from './handlers/common.ts';
-import type { Command, IndexMessage, MainToShard, ShardToMain } from './protocol.ts';
+import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';
 import { ClockTimers } from '../rails/clock-timers.ts';
@@ -27,7 +27,8 @@ import type { RailCall } from '../rails/rail.ts';
 import { callRail, isSimulated, setLiveRails } from '../rails/rails.ts';
 import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
-import { publicUrlOf, setPublicUrl } from './views.ts';
+import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
+import { walletOf } from './state.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -79,6 +80,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   const recovered = recoverShard(store, { partitions });
   const passivation = new Passivation();
   const states: Map<number, PartitionState> = recovered.states;
+  // The front end starts with no wallet views: what replay changed is not news to it.
+  for (const state of states.values()) state.walletsChanged.clear();
   const clockOffsets = new Map<string, number>(data.clockOffsets);
   /** Requeries and other follow-ups due at an instant of the owner's clock (advanced by the sandbox helper). */
   const clockTimers = new ClockTimers((owner) => clockOffsets.get(owner) ?? 0);
@@ -148,11 +151,14 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     outbox: OutboxEvent[];
     freed: Array<[number, number]>;
     effects: Effect[];
+    /** Views of the wallets the batch changed: they travel with (and are taken before) its replies. */
+    wallets?: WalletUpdate[];
     done?: () => void;
   }
 
   function release(outputs: Outputs): void {
-    if (outputs.replies.length > 0) post({ type: 'replies', items: outputs.replies });
+    const wallets = outputs.wallets ?? [];
+    if (outputs.replies.length > 0 || wallets.length > 0) post({ type: 'replies', items: outputs.replies, ...(wallets.length > 0 ? { wallets } : {}) });
     if (outputs.outbox.length > 0) post({ type: 'outbox', events: outputs.outbox });
     if (outputs.freed.length > 0) post({ type: 'idem.expired', pairs: outputs.freed });
     for (const effect of outputs.effects) runEffect(effect);
@@ -215,9 +221,27 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     passivation.settle();
     recordsSinceSnapshot += records.length;
     for (const record of records) dirty.add(record.partition);
-    gate.afterCommits({ replies, outbox, freed, effects });
+    gate.afterCommits({ replies, outbox, freed, effects, wallets: changedWallets(records) });
     if (queue.length > 0) scheduleFlush();
     if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
+  }
+
+  /** The views of the wallets this batch's records changed, as they stand after the batch. */
+  function changedWallets(records: ReadonlyArray<{ partition: number }>): WalletUpdate[] {
+    const updates: WalletUpdate[] = [];
+    let previous = -1;
+    for (const record of records) {
+      if (record.partition === previous) continue;
+      previous = record.partition;
+      const state = states.get(record.partition)!;
+      if (state.walletsChanged.size === 0) continue;
+      for (const id of state.walletsChanged) {
+        const wallet = walletOf(state, id);
+        if (wallet !== undefined) updates.push({ id, owner: wallet.owner, customerId: wallet.customerId, json: JSON.stringify({ data: walletView(wallet) }) });
+      }
+      state.walletsChanged.clear();
+    }
+    return updates;
   }
 
   function scheduleFlush(): void {

@@ -333,6 +333,11 @@ export interface PartitionState {
    * cold table): the expiry sweep reads this index, which lives in the shard file, not in the heap.
    */
   due: DueIndex;
+  /**
+   * Wallets whose balances or existence changed since the last group commit took them: the front end
+   * keeps their views (GET /v1/wallets/{id} without a shard hop) and hears of each change once durable.
+   */
+  walletsChanged: Set<string>;
 }
 
 /**
@@ -381,6 +386,7 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
     idempotency: new IdemTable(tiers?.idem ?? null),
     ledger: emptyLedger(),
     due: new DueIndex(tiers !== null),
+    walletsChanged: new Set(),
   };
 }
 

@@ -82,7 +82,7 @@ export function envOf(owner: Owner): string {
  * key, is 403 FORBIDDEN as the spec says for payments, transfers, transactions, wallets and customers.
  */
 export function accessRejection(
-  cmd: Command,
+  cmd: Pick<Command, 'owner' | 'customerScope'>,
   resource: { owner: Owner; customerId: string } | undefined,
   what: string,
 ): Rejection | null {
