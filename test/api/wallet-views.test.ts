@@ -15,7 +15,7 @@ const live = secretKey('live');
 const scoped = secretKey();
 const keys = [`${main}@${ACCOUNT}`, `${other}@views_other`, `${live}@${ACCOUNT}`];
 /** Short, so a wallet payment's hold is posted while the test watches. */
-const env = { KOBO_RAIL_LATENCY_MS: '50', KOBO_SHARD_MODE: 'inline' };
+const env = { KOBO_RAIL_LATENCY_MS: '50' }; // shard mode as the suite runs it: threads here, inline in test:inline
 
 let server: TestServer;
 let a: { id: string; walletId: string };
