@@ -5,14 +5,15 @@
 // Invariant: labels are templates and outcomes (never ids or amounts), so series stay bounded.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConnectorCallSample, ShardMetricsMessage } from './shard-metrics.ts';
+import { RequestMetrics } from './request-metrics.ts';
 
 const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: 'kobo_http_requests_total', help: 'HTTP requests answered, by method, route template and status.', labelNames: ['method', 'route', 'status'] as const, registers: [this.registry] });
-  private readonly requestSeconds = new Histogram({ name: 'kobo_http_request_duration_seconds', help: 'Time from request received to response written, by method and route template.', labelNames: ['method', 'route'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
+  /** kobo_http_requests_total and kobo_http_request_duration_seconds, kept outside prom-client until a scrape. */
+  private readonly requests = new RequestMetrics(this.registry, SECONDS_BUCKETS);
   private readonly batchSize = new Histogram({ name: 'kobo_group_commit_commands', help: 'Commands per group commit.', labelNames: ['shard'] as const, buckets: BATCH_BUCKETS, registers: [this.registry] });
   private readonly commitSeconds = new Histogram({ name: 'kobo_group_commit_seconds', help: 'Duration of a group commit\'s SQLite transaction (its fsync is kobo_journal_fsync_seconds).', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly syncSeconds = new Histogram({ name: 'kobo_journal_fsync_seconds', help: 'Duration of an fsync of a shard\'s sqlite journal; each covers every group commit before it, and no reply leaves before its own.', labelNames: ['shard'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
@@ -52,23 +53,8 @@ export class Metrics {
     });
   }
 
-  /**
-   * Per-request series, bound once per label set: prom-client's labelled inc/observe hash and check
-   * the labels on every call, which showed up in the request path's profile. The label sets are
-   * bounded (methods × route templates × statuses).
-   */
-  private readonly requestSeries = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<'method' | 'route'> }>();
-
   request(method: string, route: string, status: number, seconds: number): void {
-    const id = `${method} ${route} ${status}`;
-    let series = this.requestSeries.get(id);
-    if (series === undefined) {
-      const template = route === '' ? 'unmatched' : route;
-      series = { count: this.requests.labels({ method, route: template, status: String(status) }), seconds: this.requestSeconds.labels({ method, route: template }) };
-      this.requestSeries.set(id, series);
-    }
-    series.count.inc();
-    series.seconds.observe(seconds);
+    this.requests.observe(method, route === '' ? 'unmatched' : route, status, seconds);
   }
 
   shard(message: ShardMetricsMessage): void {
