@@ -13,6 +13,11 @@ export class Router {
   private readonly routes: CompiledRoute[] = [];
   /** Routes by segment count, in specificity order: a path is compared only with routes of its length. */
   private readonly byLength = new Map<number, CompiledRoute[]>();
+  /**
+   * Routes without parameters by "METHOD /path": the most specific match for their method and path, so a
+   * request naming one exactly needs no segment comparison (the catalogue, lists, creates).
+   */
+  private readonly literal = new Map<string, CompiledRoute>();
 
   add(defs: readonly RouteDef[]): void {
     for (const def of defs) {
@@ -24,7 +29,9 @@ export class Router {
     // Literal segments win over parameters (GET /v1/payments/methods before /v1/payments/:id).
     this.routes.sort((a, b) => specificity(b) - specificity(a));
     this.byLength.clear();
+    this.literal.clear();
     for (const route of this.routes) {
+      if (!route.segments.some((s) => s.startsWith(':'))) this.literal.set(`${route.method} ${route.path}`, route);
       const same = this.byLength.get(route.segments.length) ?? [];
       same.push(route);
       this.byLength.set(route.segments.length, same);
@@ -36,6 +43,8 @@ export class Router {
   }
 
   match(method: string, path: string): Match {
+    const exact = this.literal.get(`${method} ${path}`);
+    if (exact !== undefined) return { kind: 'found', route: exact, params: {} };
     const parts = path.split('/').filter((s) => s.length > 0);
     const allow: HttpMethod[] = [];
     for (const route of this.byLength.get(parts.length) ?? []) {

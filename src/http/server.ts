@@ -67,6 +67,7 @@ interface Incoming {
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
+const NO_SIGNATURE = Object.freeze({ timestamp: '', signature: '' });
 /** Query strings remembered as valid (per route); beyond this the memo starts over. */
 const VALID_QUERIES_MAX = 4_096;
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
@@ -135,15 +136,19 @@ export class HttpServer {
   }
 
   private onRequest(res: HttpResponse, req: HttpRequest): void {
+    const method = req.getCaseSensitiveMethod().toUpperCase();
+    // A read carries no body, idempotency key, PIN or connector signature that anything would look at:
+    // those five headers (each a call into uWS) are read for writes only.
+    const write = method !== 'GET';
     const incoming: Incoming = {
-      method: req.getCaseSensitiveMethod().toUpperCase(),
+      method,
       path: req.getUrl(),
       query: req.getQuery() ?? '',
       authorization: req.getHeader('authorization'),
-      contentType: req.getHeader('content-type'),
-      idempotencyKey: req.getHeader('idempotency-key'),
-      transactionAuthorization: req.getHeader('x-transaction-authorization'),
-      signature: { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') },
+      contentType: write ? req.getHeader('content-type') : '',
+      idempotencyKey: write ? req.getHeader('idempotency-key') : '',
+      transactionAuthorization: write ? req.getHeader('x-transaction-authorization') : '',
+      signature: write ? { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') } : NO_SIGNATURE,
       ip: null,
       res,
       requestId: `req_${this.bootId}${(this.requestSeq++).toString(36).padStart(8, '0')}`,
