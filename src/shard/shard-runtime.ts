@@ -158,7 +158,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
 
   function release(outputs: Outputs): void {
     const wallets = outputs.wallets ?? [];
-    if (outputs.replies.length > 0 || wallets.length > 0) post({ type: 'replies', items: outputs.replies, ...(wallets.length > 0 ? { wallets } : {}) });
+    if (outputs.replies.length > 0 || wallets.length > 0) post({ type: 'replies', items: outputs.replies, wallets });
     if (outputs.outbox.length > 0) post({ type: 'outbox', events: outputs.outbox });
     if (outputs.freed.length > 0) post({ type: 'idem.expired', pairs: outputs.freed });
     for (const effect of outputs.effects) runEffect(effect);
