@@ -41,14 +41,14 @@ export class RequestMetrics {
 
   /** One answered request: counted by method, route template and status; timed by method and route. */
   observe(method: string, route: string, status: number, seconds: number): void {
-    const countKey = `${method} ${route} ${status}`;
+    const durationKey = `${method} ${route}`;
+    const countKey = `${durationKey} ${status}`;
     let count = this.counts.get(countKey);
     if (count === undefined) {
       count = { labels: { method, route, status: String(status) }, count: 0 };
       this.counts.set(countKey, count);
     }
     count.count += 1;
-    const durationKey = `${method} ${route}`;
     let duration = this.durations.get(durationKey);
     if (duration === undefined) {
       duration = { labels: { method, route }, count: 0, sumSeconds: 0, buckets: new Float64Array(this.bucketsSeconds.length + 1) };

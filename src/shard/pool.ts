@@ -153,7 +153,7 @@ export class ShardPool {
   private onMessage(message: ShardToMain): void {
     if (message.type === 'replies') {
       // A client that hears of its write must find it in the next GET of the wallet: views first.
-      if (message.wallets !== undefined && message.wallets.length > 0) this.options.onWallets?.(message.wallets);
+      if (message.wallets.length > 0) this.options.onWallets?.(message.wallets);
       for (const item of message.items) {
         const waiter = this.pending.get(item.n);
         if (waiter === undefined) continue;

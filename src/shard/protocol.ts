@@ -123,7 +123,7 @@ export interface ReplyMessage {
   type: 'replies';
   items: Array<{ n: number; reply: StoredReply }>;
   /** The views of wallets the commit changed, taken by the front end before it hands out any reply. */
-  wallets?: WalletUpdate[];
+  wallets: WalletUpdate[];
 }
 
 /** A wallet as GET /v1/wallets/{id} shows it after a durable change, with who may see it. */
