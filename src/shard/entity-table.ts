@@ -30,6 +30,12 @@ export class EntityTable<T> {
     return this.get(id) !== undefined;
   }
 
+  /** The version written with the WAL record at `lsn` (a parsed copy), if there is a cold store. */
+  coldVersion(id: string, lsn: number): T | undefined {
+    const body = this.cold?.readExact(this.kind, id, lsn);
+    return body === undefined ? undefined : (JSON.parse(body) as T);
+  }
+
   /** Only the heap: used by creation guards, which must not cost a disk read per new id. */
   hasHot(id: string): boolean {
     return this.hot.has(id);

@@ -2,9 +2,10 @@
 // Runs in a shard worker at start-up and in the CLI (verify, snapshot). A bad checksum in the final
 // batch is a torn tail and is cut; anywhere else it is corruption and recovery stops with a message.
 // Invariant: the recovered state equals the state the shard had after its last durable batch.
-import { applyEvent, type WalEvent } from './events.ts';
+import { applyEvent } from './events.ts';
 import { emptyPartition, type PartitionState, type PartitionTiers } from './state.ts';
 import { Passivation } from './passivate.ts';
+import { resolveRecord, type RecordEvent } from './born-cold.ts';
 import { snapshotChecksum, walChecksum, type ShardStore } from '../store/shard-store.ts';
 import { decompressImage } from '../store/snapshot.ts';
 import { decodePartition } from './partition-image.ts';
@@ -18,6 +19,10 @@ export function tiersOf(store: ShardStore): PartitionTiers {
 }
 
 export class CorruptionError extends Error {}
+
+function corrupt(message: string): never {
+  throw new CorruptionError(message);
+}
 
 export interface Recovered {
   states: Map<number, PartitionState>;
@@ -56,7 +61,7 @@ function flushPassivation(store: ShardStore, passivation: Passivation, readonly:
   const taken = passivation.take();
   if (!readonly) {
     store.db.transaction(() => {
-      store.writeCold(taken.cold);
+      store.cold.write(taken.cold);
       store.applyIdem(taken.idem);
       store.due.apply(taken.due);
     })();
@@ -104,8 +109,8 @@ export function recoverShard(store: ShardStore, options: RecoverOptions): Recove
     const state = states.get(row.partition);
     if (state === undefined) throw new CorruptionError(`recovery: WAL record ${row.lsn} names partition ${row.partition}, not of this shard`);
     if (row.lsn <= (snapshotLsn.get(row.partition) ?? 0)) continue;
-    const events = JSON.parse(row.body) as WalEvent[];
     store.asOfLsn = row.lsn;
+    const events = resolveRecord(state, JSON.parse(row.body) as RecordEvent[], row.lsn, corrupt);
     for (const event of events) applyEvent(state, event);
     passivation.note(state, row.lsn);
     replayed += 1;

@@ -29,6 +29,7 @@ import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
+import { recordEvents } from './born-cold.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -194,8 +195,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         continue;
       }
       if (executed.events.length > 0) {
-        records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
-        passivation.note(ctx.state, lsnBase + records.length - 1);
+        const lsn = lsnBase + records.length;
+        records.push({ partition: item.cmd.partition, body: JSON.stringify(recordEvents(ctx.state, executed.events, lsn, passivation)) });
+        passivation.note(ctx.state, lsn);
       } else if (ctx.state.due.pending) {
         // A sweep that only dropped stale expiry rows: they are written with this batch.
         passivation.note(ctx.state, lsnBase + records.length - 1);

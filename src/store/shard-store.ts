@@ -6,30 +6,21 @@
 import Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
 import fs from 'node:fs';
-import { ENTITY_KINDS, type ColdReader, type EntityKind, type IdempotencyRecord } from './tiers.ts';
+import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, type IdemChange, type IdemRowOut } from './idem-log.ts';
 import { DUE_SQL, DueLog, type DueChange } from './due-log.ts';
 import { WAL_SEGMENT_RECORDS, WalSegments } from './wal-segments.ts';
+import { COLD_SQL, ColdTable, type ColdRow } from './cold-table.ts';
 
 export type { IdemChange } from './idem-log.ts';
-
-/** A finished entity's row: one version per (kind, id, lsn); the LSN of the record that finished it. */
-export interface ColdRow {
-  kind: EntityKind;
-  id: string;
-  lsn: number;
-  partition: number;
-  body: string;
-}
+export type { ColdRow } from './cold-table.ts';
 
 export interface BatchExtras {
   cold: readonly ColdRow[];
   idem: readonly IdemChange[];
   due: readonly DueChange[];
 }
-
-const KIND_CODE = new Map<EntityKind, number>(ENTITY_KINDS.map((kind, i) => [kind, i]));
 
 export interface WalRow {
   lsn: number;
@@ -84,6 +75,8 @@ export class ShardStore implements ColdReader {
   /** False only for a read-only open of a file written before the cold and idempotency tables existed. */
   readonly tiered: boolean;
   readonly idem: IdemLog;
+  /** Finished entities, by id. */
+  readonly cold: ColdTable;
   /** Waiting sandbox collections by expiry (the sweep's index). */
   readonly due: DueLog;
   /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
@@ -100,20 +93,20 @@ export class ShardStore implements ColdReader {
     this.journalFile = `${file}-wal`;
     this.idem = new IdemLog(this.db);
     this.due = new DueLog(this.db);
+    this.cold = new ColdTable(this.db);
     if (options.readonly !== true) {
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS snapshots (
           partition INTEGER NOT NULL, lsn INTEGER NOT NULL, taken_at_ms INTEGER NOT NULL,
           body BLOB NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (partition, lsn));
-        CREATE TABLE IF NOT EXISTS cold (
-          kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
-          body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
         ${IDEM_LOG_SQL}
         ${DUE_SQL}
       `);
       this.migrateIdem();
       DueLog.migrate(this.db);
+      ColdTable.migrate(this.db);
+      this.db.exec(COLD_SQL);
     }
     if (options.readonly === true) {
       // A reader (verify, while a server may be writing) sees one moment of the file throughout: the
@@ -138,7 +131,7 @@ export class ShardStore implements ColdReader {
         this.wal.append(lsn, record.partition, batch, record.body, walChecksum(lsn, record.partition, record.body));
         lsn += 1;
       }
-      this.writeCold(extras.cold);
+      this.cold.write(extras.cold);
       this.due.apply(extras.due);
       return { next: lsn, forgotten: this.applyIdem(extras.idem) };
     });
@@ -154,21 +147,12 @@ export class ShardStore implements ColdReader {
     return { lsn: lsn ?? 0, batch: batch ?? 0 };
   }
 
-  /** Cold rows, idempotent: replay writes the same (kind, id, lsn) with the same body. */
-  writeCold(rows: readonly ColdRow[]): void {
-    if (rows.length === 0) return;
-    const insert = this.stmt('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
-    for (const row of rows) insert.run(KIND_CODE.get(row.kind)!, row.id, row.lsn, row.partition, row.body, crc32(row.body));
+  read(kind: EntityKind, id: string): string | undefined {
+    return this.tiered ? this.cold.read(kind, id, this.asOfLsn) : undefined;
   }
 
-  read(kind: EntityKind, id: string): string | undefined {
-    if (!this.tiered) return undefined;
-    const row = (
-      this.asOfLsn === Number.POSITIVE_INFINITY
-        ? this.stmt('SELECT body FROM cold WHERE kind = ? AND id = ? ORDER BY lsn DESC LIMIT 1').get(KIND_CODE.get(kind)!, id)
-        : this.stmt('SELECT body FROM cold WHERE kind = ? AND id = ? AND lsn < ? ORDER BY lsn DESC LIMIT 1').get(KIND_CODE.get(kind)!, id, this.asOfLsn)
-    ) as { body: string } | undefined;
-    return row?.body;
+  readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
+    return this.tiered ? this.cold.readExact(kind, id, lsn) : undefined;
   }
 
   /** Files written before `idem_log` kept records in a table keyed by scope: moved over once, at open. */
@@ -297,7 +281,7 @@ export class ShardStore implements ColdReader {
    */
   cutFrom(lsn: number): number {
     const cut = this.wal.cutFrom(lsn);
-    this.db.prepare('DELETE FROM cold WHERE lsn >= ?').run(lsn);
+    this.cold.cutFrom(lsn);
     this.idem.cutFrom(lsn);
     this.due.cutFrom(lsn);
     this.nextLsn = Math.max(this.wal.last().lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
@@ -311,13 +295,11 @@ export class ShardStore implements ColdReader {
 
   /** Ids of every passivated entity of a kind (verify's whole-history checks). */
   *coldIds(kind: EntityKind): IterableIterator<string> {
-    if (!this.tiered) return;
-    const rows = this.db.prepare('SELECT DISTINCT id FROM cold WHERE kind = ?').pluck().iterate(KIND_CODE.get(kind)!) as IterableIterator<string>;
-    yield* rows;
+    if (this.tiered) yield* this.cold.ids(kind);
   }
 
   coldCount(): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n;
+    return this.cold.count();
   }
 
   writeSnapshot(row: SnapshotRow): void {

@@ -8,6 +8,8 @@ export type EntityKind = (typeof ENTITY_KINDS)[number];
 /** Where passivated entities are read from. Recovery reads "as of" the record it replays. */
 export interface ColdReader {
   read(kind: EntityKind, id: string): string | undefined;
+  /** The version written with the WAL record at exactly `lsn`. */
+  readExact(kind: EntityKind, id: string, lsn: number): string | undefined;
 }
 
 /** A stored result for an idempotency scope (`env:account:key`): replayed byte for byte or by code. */

@@ -1,0 +1,94 @@
+// The cold table of a shard file: finished entities, one row per (id, kind, LSN) version, read back by
+// id. Runs in the shard worker (and the CLI) that owns the file.
+// Invariant: a row is written in the same sqlite transaction as the WAL record whose LSN it carries, and
+// (id, kind, lsn) names one body forever: replay writes the same row again, never another.
+import type Database from 'better-sqlite3';
+import { crc32 } from 'node:zlib';
+import { ENTITY_KINDS, type EntityKind } from './tiers.ts';
+import { Statements } from './statements.ts';
+
+/**
+ * A rowid table (a commit's rows go to its right edge, where sqlite appends a page without rebalancing
+ * its neighbours) with a small unique index led by the id (a payment and its transaction, minted in the
+ * same millisecond, land side by side at the index's right edge). The first layout kept the bodies in a
+ * WITHOUT ROWID b-tree keyed (kind, id, lsn): every split of its right edge rewrote three leaves of
+ * half-kilobyte bodies, and a bank-transfer commit wrote ~22 of its ~50 journal pages into it.
+ */
+export const COLD_SQL = `
+  CREATE TABLE IF NOT EXISTS cold (
+    kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
+    body TEXT NOT NULL, crc INTEGER NOT NULL);
+  CREATE UNIQUE INDEX IF NOT EXISTS cold_version ON cold (id, kind, lsn);`;
+
+export const COLD_COLUMNS = 'kind, id, lsn, partition, body, crc';
+
+/** A finished entity's row: one version per (kind, id, lsn); the LSN of the record that wrote it. */
+export interface ColdRow {
+  kind: EntityKind;
+  id: string;
+  lsn: number;
+  partition: number;
+  body: string;
+}
+
+const KIND_CODE = new Map<EntityKind, number>(ENTITY_KINDS.map((kind, i) => [kind, i]));
+
+export function kindCode(kind: EntityKind): number {
+  return KIND_CODE.get(kind)!;
+}
+
+export class ColdTable {
+  private readonly statements: Statements;
+
+  constructor(private readonly db: Database.Database) {
+    this.statements = new Statements(db);
+  }
+
+  /** Files written with the WITHOUT ROWID layout are moved to the rowid one once, at open. */
+  static migrate(db: Database.Database): void {
+    const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cold'").pluck().get() as string | undefined;
+    if (sql === undefined || !/WITHOUT ROWID/i.test(sql)) return;
+    db.transaction(() => {
+      db.exec('ALTER TABLE cold RENAME TO cold_without_rowid');
+      db.exec(COLD_SQL);
+      db.exec(`INSERT INTO cold (${COLD_COLUMNS}) SELECT ${COLD_COLUMNS} FROM cold_without_rowid ORDER BY lsn`);
+      db.exec('DROP TABLE cold_without_rowid');
+    })();
+  }
+
+  /** Idempotent: replay writes the same (kind, id, lsn) with the same body. */
+  write(rows: readonly ColdRow[]): void {
+    if (rows.length === 0) return;
+    const insert = this.statements.get(`INSERT OR REPLACE INTO cold (${COLD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
+    for (const row of rows) insert.run(kindCode(row.kind), row.id, row.lsn, row.partition, row.body, crc32(row.body));
+  }
+
+  /** The newest version written before `beforeLsn` (Infinity: the newest of all). */
+  read(kind: EntityKind, id: string, beforeLsn: number): string | undefined {
+    const row = (
+      beforeLsn === Number.POSITIVE_INFINITY
+        ? this.statements.get('SELECT body FROM cold WHERE id = ? AND kind = ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind))
+        : this.statements.get('SELECT body FROM cold WHERE id = ? AND kind = ? AND lsn < ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind), beforeLsn)
+    ) as { body: string } | undefined;
+    return row?.body;
+  }
+
+  /** The version written with the record at exactly `lsn` (what a WAL record that names its entity by id wrote). */
+  readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
+    const row = this.statements.get('SELECT body FROM cold WHERE id = ? AND kind = ? AND lsn = ?').get(id, kindCode(kind), lsn) as { body: string } | undefined;
+    return row?.body;
+  }
+
+  /** Rows of a torn final batch go with it. Rare (start-up only), so the scan needs no index on lsn. */
+  cutFrom(lsn: number): void {
+    this.db.prepare('DELETE FROM cold WHERE lsn >= ?').run(lsn);
+  }
+
+  *ids(kind: EntityKind): IterableIterator<string> {
+    yield* this.db.prepare('SELECT DISTINCT id FROM cold WHERE kind = ?').pluck().iterate(kindCode(kind)) as IterableIterator<string>;
+  }
+
+  count(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n;
+  }
+}
