@@ -279,7 +279,32 @@ async function benchBare(runs: Run[], dir: string): Promise<void> {
   }
 }
 
-async function benchKobo(runs: Run[], dir: string): Promise<{ env: Record<string, string>; debitedPayments: number; okPayments: number }> {
+interface KoboRuns {
+  env: Record<string, string>;
+  debitedPayments: number;
+  okPayments: number;
+  /** Bytes of the catalogue reply's body, for the same-size bare baseline (0 when not run). */
+  catalogueBytes: number;
+}
+
+/**
+ * Bare uWS answering a body as large as kobo's catalogue reply, with the same headers: what the bytes
+ * alone cost (kernel and client), so the catalogue's ratio can be read against its own payload too.
+ */
+async function benchBareSized(runs: Run[], bytes: number): Promise<void> {
+  let server: Pinned | undefined;
+  try {
+    server = await startPinned({ core: SERVER_CORE, command: process.execPath, args: ['--import', 'tsx', path.join(ROOT, 'bench', 'bare-uws.ts')], env: process.env, cwd: ROOT, ready: READY });
+    const common = { core: CLIENT_CORE, threads: 1, connections: CONNECTIONS, durationS: DURATION_S };
+    await measure(runs, { scenario: SAME_BYTES_SCENARIO, target: 'bare', serverPid: server.pid }, { ...common, url: `http://127.0.0.1:${server.port}/bytes/${bytes}` });
+  } finally {
+    await server?.stop();
+  }
+}
+
+const SAME_BYTES_SCENARIO = 'GET, catalogue-sized reply';
+
+async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
   const secret = `sk_test_${randomBytes(12).toString('hex')}`;
   const env: Record<string, string> = {
@@ -318,7 +343,10 @@ async function benchKobo(runs: Run[], dir: string): Promise<{ env: Record<string
     if (SCENARIOS.has('get')) await measure(runs, { ...kobo, scenario: 'GET read path' }, { ...common, url: `${base}/v1/wallets/${walletIds[0]!}`, headers: [`Authorization: Bearer ${secret}`] });
 
     const authorization = `Bearer ${secret}`;
+    let catalogueBytes = 0;
     if (SCENARIOS.has('catalogue')) {
+      const catalogue = await fetch(`${base}/v1/services?country=NG&customer_id=${seeded[0]!.customerId}`, { headers: { authorization } });
+      catalogueBytes = Buffer.byteLength(await catalogue.text());
       await measure(runs, { ...kobo, scenario: 'GET /v1/services catalogue' }, { ...common, url: `${base}/v1/services?country=NG&customer_id=${seeded[0]!.customerId}`, headers: [`Authorization: Bearer ${secret}`] });
     }
     if (SCENARIOS.has('bank')) {
@@ -333,7 +361,7 @@ async function benchKobo(runs: Run[], dir: string): Promise<{ env: Record<string
       const script = postScript(dir, { name: 'kobo-orders', bodies: seeded.map((s) => orderBody(s.customerId)), authorization });
       await measure(runs, { ...kobo, scenario: 'durable POST /v1/services/orders' }, { ...common, url: `${base}/v1/services/orders`, script, scriptArgs: [`kobo-o-${randomBytes(3).toString('hex')}`] });
     }
-    if (!SCENARIOS.has('post')) return { env, debitedPayments: 0, okPayments: 0 };
+    if (!SCENARIOS.has('post')) return { env, debitedPayments: 0, okPayments: 0, catalogueBytes };
     const script = postScript(dir, { name: 'kobo-payments', bodies: seeded.map((s) => paymentBody(s.customerId)), authorization });
     const postOptions: WrkOptions = { ...common, url: `${base}/v1/payments`, script, scriptArgs: [`kobo-${randomBytes(3).toString('hex')}`] };
     let before = { totalMinor: 0, waitedMs: 0 };
@@ -357,7 +385,7 @@ async function benchKobo(runs: Run[], dir: string): Promise<{ env: Record<string
         }
       },
     });
-    return { env, debitedPayments, okPayments };
+    return { env, debitedPayments, okPayments, catalogueBytes };
   } finally {
     await server?.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -386,6 +414,17 @@ async function main(): Promise<void> {
     await benchBare(runs, dir);
     const kobo = await benchKobo(runs, dir);
     const ratios = ratioRows(runs);
+    // Not a target of the issue: the catalogue against a bare server that sends as many bytes.
+    const sameBytes: Run[] = [];
+    if (kobo.catalogueBytes > 0) {
+      await benchBareSized(sameBytes, kobo.catalogueBytes);
+      const catalogue = runs.find((r) => r.target === 'kobo' && r.scenario === 'GET /v1/services catalogue')!;
+      const bare = sameBytes[0]!;
+      process.stdout.write(
+        `  catalogue reply ${kobo.catalogueBytes} B: bare uWS sending as many bytes with the same headers ${fmt(bare.result.requestsPerSec, 0)} req/s, ` +
+          `kobo/that ${fmt(catalogue.result.requestsPerSec / bare.result.requestsPerSec, 2)}\n`,
+      );
+    }
     const rows = [['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'server cores', 'others', 'kobo/bare', 'target', 'met']];
     for (const run of runs) {
       const ratio = ratios.find((r) => r.scenario === run.scenario)!;
@@ -426,6 +465,7 @@ async function main(): Promise<void> {
         raw: undefined,
       })),
       ratios,
+      sameBytes: sameBytes.map((r) => ({ scenario: r.scenario, bytes: kobo.catalogueBytes, command: r.command, serverCores: r.serverCores, ...r.result, raw: undefined })),
     });
     process.stdout.write(`\nwritten ${file}\n`);
   } finally {

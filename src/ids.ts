@@ -44,3 +44,16 @@ export function partitionOfId(id: string): number {
   const lo = CROCKFORD.indexOf(id[11]!);
   return (hi << 5) | lo;
 }
+
+/**
+ * The last six characters of an id read as 30 bits (the random tail of a ULID, so uniform): a stable
+ * number derived from an id without hashing it. A character outside the alphabet counts by its low bits.
+ */
+export function tailBitsOfId(id: string): number {
+  let bits = 0;
+  for (let i = Math.max(0, id.length - 6); i < id.length; i += 1) {
+    const digit = CROCKFORD.indexOf(id[i]!);
+    bits = bits * 32 + (digit >= 0 ? digit : id.charCodeAt(i) & 31);
+  }
+  return bits;
+}
