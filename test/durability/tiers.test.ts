@@ -33,6 +33,17 @@ function inspect(dataDir: string): Db {
   return out;
 }
 
+/** The WAL record events that create `id` (from the `wal` view over the segments), across the shard files. */
+function creationEvents(dataDir: string, id: string): unknown[] {
+  return ['shard-0.db', 'shard-1.db'].flatMap((name) => {
+    const db = new Database(path.join(dataDir, name), { readonly: true });
+    const bodies = db.prepare('SELECT body FROM wal WHERE body LIKE ?').pluck().all(`%created%${id}%`) as string[];
+    db.close();
+    return bodies.flatMap((body) => (JSON.parse(body) as Array<{ t: string; cold?: string; payment?: { id: string }; txn?: { id: string } }>)
+      .filter((e) => e.t.endsWith('.created') && (e.cold === id || e.payment?.id === id || e.txn?.id === id)));
+  });
+}
+
 function coldHas(dataDir: string, id: string): boolean {
   return ['shard-0.db', 'shard-1.db'].some((name) => {
     const db = new Database(path.join(dataDir, name), { readonly: true });
@@ -209,6 +220,8 @@ test('a sandbox collection waiting for its payer → cold from creation (payment
     const { id, transaction_id: txnId } = created.body.data as { id: string; transaction_id: string };
     assert.ok(coldHas(server.dataDir, id), 'the waiting payment is in the cold table');
     assert.ok(coldHas(server.dataDir, txnId), 'and its transaction');
+    assert.deepEqual(creationEvents(server.dataDir, id), [{ t: 'payment.created', cold: id }], 'its WAL record names it, the body is the cold row');
+    assert.deepEqual(creationEvents(server.dataDir, txnId), [{ t: 'txn.created', cold: txnId }]);
     assert.deepEqual((await api('GET', `/v1/payments/${id}`)).body, created.body, 'same body from the cold table');
     const settled = await api('POST', `/v1/test_helpers/payments/${id}/settle`);
     assert.equal(settled.status, 200, JSON.stringify(settled.body));
@@ -224,4 +237,7 @@ test('a sandbox collection waiting for its payer → cold from creation (payment
   } finally {
     await server.stop();
   }
+  // A full replay (no image) reads the named rows back: verify's state equals the server's.
+  const verify = kobo(server.dataDir, 'verify');
+  assert.equal(verify.status, 0, verify.stdout + verify.stderr);
 });
