@@ -6,6 +6,7 @@ import type Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
 import { ENTITY_KINDS, type EntityKind } from './tiers.ts';
 import { Statements } from './statements.ts';
+import { relayoutTable } from './relayout.ts';
 
 /**
  * A rowid table (a commit's rows go to its right edge, where sqlite appends a page without rebalancing
@@ -46,14 +47,7 @@ export class ColdTable {
 
   /** Files written with the WITHOUT ROWID layout are moved to the rowid one once, at open. */
   static migrate(db: Database.Database): void {
-    const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cold'").pluck().get() as string | undefined;
-    if (sql === undefined || !/WITHOUT ROWID/i.test(sql)) return;
-    db.transaction(() => {
-      db.exec('ALTER TABLE cold RENAME TO cold_without_rowid');
-      db.exec(COLD_SQL);
-      db.exec(`INSERT INTO cold (${COLD_COLUMNS}) SELECT ${COLD_COLUMNS} FROM cold_without_rowid ORDER BY lsn`);
-      db.exec('DROP TABLE cold_without_rowid');
-    })();
+    relayoutTable(db, { table: 'cold', isOld: (sql) => /WITHOUT ROWID/i.test(sql), createSql: COLD_SQL, columns: COLD_COLUMNS });
   }
 
   /** Idempotent: replay writes the same (kind, id, lsn) with the same body. */

@@ -5,6 +5,7 @@
 // payment wait; the sweep decides from the payment itself and drops rows whose payment waits no more.
 import type Database from 'better-sqlite3';
 import { Statements } from './statements.ts';
+import { relayoutTable } from './relayout.ts';
 
 // Keyed by owner, then expiry: a batch's new rows (each expiring a day after its sandbox-clock now) all go
 // to the right edge of one owner's range, a page or two per commit. Keyed by partition first, as it was,
@@ -50,14 +51,7 @@ export class DueLog {
 
   /** Files written with the partition-first key get the owner-first one (once, at open, in one transaction). */
   static migrate(db: Database.Database): void {
-    const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'due'").pluck().get() as string | undefined;
-    if (sql === undefined || !/PRIMARY KEY \(partition,/.test(sql)) return;
-    db.transaction(() => {
-      db.exec('ALTER TABLE due RENAME TO due_partition_first');
-      db.exec(DUE_SQL);
-      db.exec(`INSERT INTO due (${DUE_COLUMNS}) SELECT ${DUE_COLUMNS} FROM due_partition_first`);
-      db.exec('DROP TABLE due_partition_first');
-    })();
+    relayoutTable(db, { table: 'due', isOld: (sql) => /PRIMARY KEY \(partition,/.test(sql), createSql: DUE_SQL, columns: DUE_COLUMNS });
   }
 
   apply(changes: readonly DueChange[]): void {
