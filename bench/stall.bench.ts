@@ -5,6 +5,7 @@
 // Targets: worst window p99 ≤ 5× the median window p99; no request over 250 ms.
 // Run: npx tsx bench/stall.bench.ts [--duration 60]. Needs taskset. Stops its server by PID in a finally.
 import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -39,13 +40,35 @@ function send(port: number, method: string, urlPath: string, headers: Record<str
   });
 }
 
+/** Longest wait for the kernel's writeback before the run. */
+const SYNC_WAIT_MS_MAX = 120_000;
+
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** Kernel dirty pages, in MB (/proc/meminfo). */
+function dirtyMb(): number {
+  const kb = /^Dirty:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'))?.[1];
+  return kb === undefined ? 0 : Number(kb) / 1024;
+}
+
+/**
+ * Waits for the kernel to write back what earlier work left dirty (`sync`): run right after a disk-heavy
+ * bench (history.bench.ts leaves gigabytes), the server's fsyncs queue behind that writeback and the first
+ * seconds show stalls that are the previous bench's, not kobo's.
+ */
+function settleDisk(): void {
+  const dirty = dirtyMb();
+  const started = Date.now();
+  spawnSync('sync', [], { stdio: 'ignore', timeout: SYNC_WAIT_MS_MAX });
+  process.stdout.write(`disk: ${dirty.toFixed(0)} MB dirty before the run, written back in ${Date.now() - started} ms\n`);
+}
+
 async function main(): Promise<void> {
   await pinSelf(CLIENT_CORE);
+  settleDisk();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-stall-'));
   const secret = `sk_test_${randomBytes(12).toString('hex')}`;
   const auth = { authorization: `Bearer ${secret}` };
