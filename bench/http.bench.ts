@@ -1,7 +1,7 @@
 // HTTP load runs: a bare uWS server (baseline) and the real kobo server, each alone on core 0, driven by
 // wrk alone on core 1 over 127.0.0.1. Scenarios: GET read path and durable POST /v1/payments (wallet).
 // Run: npx tsx bench/http.bench.ts [--duration 10] [--warmup 3] [--snapshots on|off] [--profile DIR]
-// [--scenarios get,catalogue,bank,post,transfer,order] (--profile: kobo runs under --cpu-prof, main thread and shard; slower, for
+// [--scenarios get,catalogue,bank,post,transfer,order] (bank also runs the durable floors of bench/floor-uws.ts) (--profile: kobo runs under --cpu-prof, main thread and shard; slower, for
 // diagnosis only). Needs wrk and taskset.
 // Every server it starts is stopped by PID in a finally; every wrk run is bounded by -d.
 import { randomBytes } from 'node:crypto';
@@ -304,6 +304,27 @@ async function benchBareSized(runs: Run[], bytes: number): Promise<void> {
 
 const SAME_BYTES_SCENARIO = 'GET, catalogue-sized reply';
 
+/**
+ * The durable floor (bench/floor-uws.ts): bare uWS making each bank-transfer POST durable with kobo's own
+ * rows and tables (`sqlite`) or with one append to a plain file (`file`), and no other work. What any
+ * server keeping kobo's durability promise on this host can reach, to read kobo's ratio against.
+ */
+async function benchFloors(runs: Run[], dir: string): Promise<void> {
+  for (const mode of ['sqlite', 'file'] as const) {
+    let server: Pinned | undefined;
+    try {
+      server = await startPinned({ core: SERVER_CORE, command: process.execPath, args: ['--import', 'tsx', path.join(ROOT, 'bench', 'floor-uws.ts'), mode], env: process.env, cwd: ROOT, ready: READY });
+      const script = postScript(dir, { name: `floor-${mode}`, bodies: [bankPaymentBody('01JHBENCH0000000000000000W')], authorization: 'Bearer sk_test_floor' });
+      const common = { core: CLIENT_CORE, threads: 1, connections: CONNECTIONS, durationS: DURATION_S };
+      await measure(runs, { scenario: FLOOR_SCENARIO[mode], target: 'bare', serverPid: server.pid }, { ...common, url: `http://127.0.0.1:${server.port}/v1/payments`, script, scriptArgs: [`floor-${mode}-${randomBytes(3).toString('hex')}`] });
+    } finally {
+      await server?.stop();
+    }
+  }
+}
+
+const FLOOR_SCENARIO = { sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: one file append' } as const;
+
 async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
   const secret = `sk_test_${randomBytes(12).toString('hex')}`;
@@ -443,6 +464,18 @@ async function main(): Promise<void> {
         isKobo ? (ratio.met ? 'yes' : 'NO') : '',
       ]);
     }
+    const floors: Run[] = [];
+    if (SCENARIOS.has('bank')) {
+      await benchFloors(floors, dir);
+      const bare = runs.find((r) => r.target === 'bare' && r.scenario === 'durable POST /v1/payments (bank_transfer)')!;
+      const kobo = runs.find((r) => r.target === 'kobo' && r.scenario === 'durable POST /v1/payments (bank_transfer)')!;
+      for (const floor of floors) {
+        process.stdout.write(
+          `  ${floor.scenario}: ${fmt(floor.result.requestsPerSec, 0)} req/s, ${fmt((floor.serverCores * 1e6) / floor.result.requestsPerSec, 0)} µs CPU a request; ` +
+            `floor/bare ${fmt(floor.result.requestsPerSec / bare.result.requestsPerSec, 2)}, kobo/floor ${fmt(kobo.result.requestsPerSec / floor.result.requestsPerSec, 2)}\n`,
+        );
+      }
+    }
     process.stdout.write(`\n${table(rows)}\n`);
     const file = writeResult(`http${SNAPSHOTS === 'off' ? '-no-snapshots' : ''}${PROFILE_DIR === '' ? '' : '-profiled'}`, {
       durationS: DURATION_S,
@@ -465,6 +498,7 @@ async function main(): Promise<void> {
         raw: undefined,
       })),
       ratios,
+      floors: floors.map((r) => ({ scenario: r.scenario, command: r.command, serverCores: r.serverCores, ...r.result, raw: undefined })),
       sameBytes: sameBytes.map((r) => ({ scenario: r.scenario, bytes: kobo.catalogueBytes, command: r.command, serverCores: r.serverCores, ...r.result, raw: undefined })),
     });
     process.stdout.write(`\nwritten ${file}\n`);

@@ -1,0 +1,201 @@
+// The durable floor: a bare uWebSockets.js server that makes each POST durable the way kobo does and does
+// nothing else (no auth, routing, validation, ledger, state machines). Spawned by bench/floor.bench.ts.
+// Modes: `sqlite` writes the rows a bank-transfer POST writes in kobo (WAL record, payment and transaction
+// cold rows, idempotency row, expiry row) into kobo's own tables, one sqlite transaction a batch, then
+// fdatasyncs the sqlite journal off the thread; `file` appends the same bytes to a plain file, one write a
+// batch, then fdatasyncs it. Either way a reply leaves only after its batch is on disk.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { crc32 } from 'node:zlib';
+import { uws, type HttpResponse } from '../src/http/uws.ts';
+import { openDatabase } from '../src/store/shard-store.ts';
+import { COLD_SQL } from '../src/store/cold-table.ts';
+import { IDEM_LOG_SQL } from '../src/store/idem-log.ts';
+import { DUE_SQL } from '../src/store/due-log.ts';
+import { mintId } from '../src/ids.ts';
+
+const MODE = process.argv[2] ?? 'sqlite';
+if (MODE !== 'sqlite' && MODE !== 'file') throw new Error(`floor-uws: mode must be sqlite or file, not ${MODE}`);
+const BODY_BYTES_MAX = 64 * 1024;
+const BATCH_MAX = 1024;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-floor-'));
+
+interface Pending {
+  res: HttpResponse;
+  aborted: boolean;
+  reply: string;
+}
+
+/** What one POST makes durable, with the sizes kobo's bank-transfer rows have (WAL 417 B, cold 495 + 541 B, reply 679 B). */
+interface Rows {
+  lsn: number;
+  partition: number;
+  owner: string;
+  scope: string;
+  fingerprint: string;
+  paymentId: string;
+  txnId: string;
+  payment: string;
+  txn: string;
+  record: string;
+  reply: string;
+  atMs: number;
+}
+
+function rowsOf(lsn: number, body: { customer_id?: unknown; amount_minor?: unknown }, key: string): Rows {
+  const atMs = Date.now();
+  const partition = 9;
+  const paymentId = mintId(partition, atMs);
+  const txnId = mintId(partition, atMs);
+  const customerId = typeof body.customer_id === 'string' ? body.customer_id : '';
+  const amountMinor = typeof body.amount_minor === 'number' ? body.amount_minor : 0;
+  const owner = 'test:acct_4f2025bd1dfc';
+  const created = new Date(atMs).toISOString();
+  const payment = JSON.stringify({
+    id: paymentId, owner, customerId, transactionId: txnId, method: 'bank_transfer', amountMinor, currency: 'NGN', status: 'pending',
+    provider: { kind: 'sandbox', reference: `${paymentId}:1`, accountNumber: '9912345678', bankName: 'Kobo Sandbox Bank', accountName: 'KOBO/Bench Customer' },
+    expiresAtMs: atMs + 86_400_000, attempt: 1, createdAtMs: atMs, updatedAtMs: atMs, metadata: {},
+  });
+  const txn = JSON.stringify({
+    id: txnId, owner, customerId, kind: 'collection', status: 'pending', amountMinor, feeMinor: 0, currency: 'NGN', paymentId,
+    reference: `ref_${paymentId}`, narration: 'Bank transfer collection', postings: [], history: [{ status: 'pending', atMs }], createdAtMs: atMs, updatedAtMs: atMs, metadata: {},
+  });
+  const scope = `${owner}:${key}`;
+  const fingerprint = randomBytes(32).toString('hex');
+  const record = JSON.stringify([
+    { t: 'txn.created', cold: txnId }, { t: 'payment.created', cold: paymentId },
+    { t: 'customer.usage', id: customerId, day: Math.floor(atMs / 86_400_000), currency: 'NGN', deltaMinor: amountMinor },
+    { t: 'idem.stored', record: { scope, fingerprint, atMs, status: 201 }, inRow: true },
+  ]);
+  const reply = JSON.stringify({
+    data: {
+      id: paymentId, object: 'payment', status: 'pending', customer_id: customerId, amount_minor: amountMinor, currency: 'NGN', method: 'bank_transfer',
+      transaction_id: txnId, instructions: { bank_name: 'Kobo Sandbox Bank', account_number: '9912345678', account_name: 'KOBO/Bench Customer', expires_at: created },
+      created_at: created, updated_at: created, metadata: {},
+    },
+  });
+  return { lsn, partition, owner, scope, fingerprint, paymentId, txnId, payment, txn, record, reply, atMs };
+}
+
+/** Writes a batch's rows; returns the file descriptor to fdatasync. */
+type Writer = (batch: readonly Rows[], batchNo: number) => number;
+
+function sqliteWriter(): Writer {
+  const file = path.join(dir, 'floor.db');
+  const db = openDatabase(file, { deferredSync: true });
+  db.exec(`CREATE TABLE wal_1 (lsn INTEGER PRIMARY KEY, partition INTEGER NOT NULL, batch INTEGER NOT NULL, body TEXT NOT NULL, crc INTEGER NOT NULL);
+    ${COLD_SQL} ${IDEM_LOG_SQL} ${DUE_SQL}`);
+  const wal = db.prepare('INSERT INTO wal_1 (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
+  const cold = db.prepare('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
+  const idem = db.prepare('INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const due = db.prepare('INSERT INTO due (owner, expires_at_ms, partition, id, lsn) VALUES (?, ?, ?, ?, ?)');
+  const write = db.transaction((batch: readonly Rows[], batchNo: number) => {
+    for (const r of batch) {
+      wal.run(r.lsn, r.partition, batchNo, r.record, crc32(r.record));
+      cold.run(0, r.txnId, r.lsn, r.partition, r.txn, crc32(r.txn));
+      cold.run(1, r.paymentId, r.lsn, r.partition, r.payment, crc32(r.payment));
+      idem.run(r.lsn, r.lsn, r.partition, r.owner, r.lsn, r.scope, r.fingerprint, 201, r.reply, null, r.atMs);
+      due.run(r.owner, r.atMs + 86_400_000, r.partition, r.paymentId, r.lsn);
+    }
+  });
+  const journal = fs.openSync(`${file}-wal`, 'r');
+  return (batch, batchNo) => {
+    write(batch, batchNo);
+    return journal;
+  };
+}
+
+function fileWriter(): Writer {
+  const fd = fs.openSync(path.join(dir, 'floor.log'), 'a');
+  return (batch) => {
+    const parts: string[] = [];
+    for (const r of batch) parts.push(r.record, r.txn, r.payment, r.scope, r.fingerprint, r.reply, '\n');
+    const bytes = Buffer.from(parts.join(''));
+    fs.writeSync(fd, bytes);
+    return fd;
+  };
+}
+
+const writer = MODE === 'sqlite' ? sqliteWriter() : fileWriter();
+let queue: Array<{ pending: Pending; rows: Rows }> = [];
+let lsnNext = 1;
+let batchNext = 1;
+let flushScheduled = false;
+/** Batches written and not yet synced, oldest first; one fdatasync at a time covers all written before it. */
+let unsynced: Pending[][] = [];
+let syncing = false;
+let syncFd = -1;
+
+function answer(pending: Pending): void {
+  if (pending.aborted) return;
+  pending.res.cork(() => {
+    pending.res.writeStatus('201 Created').writeHeader('Content-Type', 'application/json').end(pending.reply);
+  });
+}
+
+function syncIfBehind(): void {
+  if (syncing || unsynced.length === 0) return;
+  syncing = true;
+  const covered = unsynced;
+  unsynced = [];
+  fs.fdatasync(syncFd, (error) => {
+    if (error !== null) throw error;
+    syncing = false;
+    for (const batch of covered) for (const pending of batch) answer(pending);
+    syncIfBehind();
+  });
+}
+
+function flush(): void {
+  flushScheduled = false;
+  const taken = queue.splice(0, BATCH_MAX);
+  syncFd = writer(taken.map((item) => item.rows), batchNext++);
+  unsynced.push(taken.map((item) => item.pending));
+  syncIfBehind();
+  if (queue.length > 0) {
+    flushScheduled = true;
+    setImmediate(flush);
+  }
+}
+
+const app = uws.App();
+app.post('/*', (res, req) => {
+  const key = req.getHeader('idempotency-key');
+  const pending: Pending = { res, aborted: false, reply: '' };
+  res.onAborted(() => {
+    pending.aborted = true;
+  });
+  const chunks: Buffer[] = [];
+  let received = 0;
+  res.onData((chunk, isLast) => {
+    received += chunk.byteLength;
+    if (received > BODY_BYTES_MAX) {
+      pending.aborted = true;
+      res.close();
+      return;
+    }
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (!isLast || pending.aborted) return;
+    const rows = rowsOf(lsnNext++, JSON.parse(Buffer.concat(chunks).toString()) as { customer_id?: unknown; amount_minor?: unknown }, key);
+    pending.reply = rows.reply;
+    queue.push({ pending, rows });
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+  });
+});
+
+app.listen('127.0.0.1', 0, (socket) => {
+  if (socket === false) {
+    process.stderr.write('floor-uws: cannot listen\n');
+    process.exit(1);
+  }
+  process.stdout.write(`listening on http://127.0.0.1:${uws.us_socket_local_port(socket)}\n`);
+});
+process.on('SIGTERM', () => {
+  fs.rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+});
