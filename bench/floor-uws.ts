@@ -3,8 +3,9 @@
 // Modes: `sqlite` writes the rows a bank-transfer POST writes in kobo (WAL record, payment and transaction
 // cold rows, idempotency row, expiry row) into kobo's own tables, one sqlite transaction a batch, then
 // fdatasyncs the sqlite journal off the thread; `file` appends the same bytes to a plain file, one write a
-// batch, then fdatasyncs it. Either way a reply leaves only after its batch is on disk.
-import { randomBytes } from 'node:crypto';
+// batch, then fdatasyncs it; `echo` appends only the request bodies and answers a constant (no JSON at all).
+// Either way a reply leaves only after its batch is on disk.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +18,8 @@ import { DUE_SQL } from '../src/store/due-log.ts';
 import { mintId } from '../src/ids.ts';
 
 const MODE = process.argv[2] ?? 'sqlite';
-if (MODE !== 'sqlite' && MODE !== 'file') throw new Error(`floor-uws: mode must be sqlite or file, not ${MODE}`);
+if (MODE !== 'sqlite' && MODE !== 'file' && MODE !== 'echo') throw new Error(`floor-uws: mode must be sqlite, file or echo, not ${MODE}`);
+const ECHO_REPLY = '{"data":{"object":"ping","received":true}}';
 const BODY_BYTES_MAX = 64 * 1024;
 const BATCH_MAX = 1024;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-floor-'));
@@ -26,6 +28,8 @@ interface Pending {
   res: HttpResponse;
   aborted: boolean;
   reply: string;
+  /** The request body (echo mode writes only this). */
+  body: Buffer;
 }
 
 /** What one POST makes durable, with the sizes kobo's bank-transfer rows have (WAL 417 B, cold 495 + 541 B, reply 679 B). */
@@ -63,7 +67,7 @@ function rowsOf(lsn: number, body: { customer_id?: unknown; amount_minor?: unkno
     reference: `ref_${paymentId}`, narration: 'Bank transfer collection', postings: [], history: [{ status: 'pending', atMs }], createdAtMs: atMs, updatedAtMs: atMs, metadata: {},
   });
   const scope = `${owner}:${key}`;
-  const fingerprint = randomBytes(32).toString('hex');
+  const fingerprint = createHash('sha256').update(key).digest('hex');
   const record = JSON.stringify([
     { t: 'txn.created', cold: txnId }, { t: 'payment.created', cold: paymentId },
     { t: 'customer.usage', id: customerId, day: Math.floor(atMs / 86_400_000), currency: 'NGN', deltaMinor: amountMinor },
@@ -80,7 +84,7 @@ function rowsOf(lsn: number, body: { customer_id?: unknown; amount_minor?: unkno
 }
 
 /** Writes a batch's rows; returns the file descriptor to fdatasync. */
-type Writer = (batch: readonly Rows[], batchNo: number) => number;
+type Writer = (batch: ReadonlyArray<{ pending: Pending; rows: Rows | null }>, batchNo: number) => number;
 
 function sqliteWriter(): Writer {
   const file = path.join(dir, 'floor.db');
@@ -102,7 +106,7 @@ function sqliteWriter(): Writer {
   });
   const journal = fs.openSync(`${file}-wal`, 'r');
   return (batch, batchNo) => {
-    write(batch, batchNo);
+    write(batch.map((item) => item.rows!), batchNo);
     return journal;
   };
 }
@@ -111,15 +115,22 @@ function fileWriter(): Writer {
   const fd = fs.openSync(path.join(dir, 'floor.log'), 'a');
   return (batch) => {
     const parts: string[] = [];
-    for (const r of batch) parts.push(r.record, r.txn, r.payment, r.scope, r.fingerprint, r.reply, '\n');
-    const bytes = Buffer.from(parts.join(''));
-    fs.writeSync(fd, bytes);
+    for (const { rows: r } of batch) parts.push(r!.record, r!.txn, r!.payment, r!.scope, r!.fingerprint, r!.reply, '\n');
+    fs.writeSync(fd, Buffer.from(parts.join('')));
     return fd;
   };
 }
 
-const writer = MODE === 'sqlite' ? sqliteWriter() : fileWriter();
-let queue: Array<{ pending: Pending; rows: Rows }> = [];
+function echoWriter(): Writer {
+  const fd = fs.openSync(path.join(dir, 'floor.log'), 'a');
+  return (batch) => {
+    fs.writevSync(fd, batch.map((item) => item.pending.body));
+    return fd;
+  };
+}
+
+const writer = MODE === 'sqlite' ? sqliteWriter() : MODE === 'file' ? fileWriter() : echoWriter();
+let queue: Array<{ pending: Pending; rows: Rows | null }> = [];
 let lsnNext = 1;
 let batchNext = 1;
 let flushScheduled = false;
@@ -151,7 +162,7 @@ function syncIfBehind(): void {
 function flush(): void {
   flushScheduled = false;
   const taken = queue.splice(0, BATCH_MAX);
-  syncFd = writer(taken.map((item) => item.rows), batchNext++);
+  syncFd = writer(taken, batchNext++);
   unsynced.push(taken.map((item) => item.pending));
   syncIfBehind();
   if (queue.length > 0) {
@@ -163,7 +174,7 @@ function flush(): void {
 const app = uws.App();
 app.post('/*', (res, req) => {
   const key = req.getHeader('idempotency-key');
-  const pending: Pending = { res, aborted: false, reply: '' };
+  const pending: Pending = { res, aborted: false, reply: ECHO_REPLY, body: Buffer.alloc(0) };
   res.onAborted(() => {
     pending.aborted = true;
   });
@@ -178,8 +189,9 @@ app.post('/*', (res, req) => {
     }
     chunks.push(Buffer.from(chunk.slice(0)));
     if (!isLast || pending.aborted) return;
-    const rows = rowsOf(lsnNext++, JSON.parse(Buffer.concat(chunks).toString()) as { customer_id?: unknown; amount_minor?: unknown }, key);
-    pending.reply = rows.reply;
+    pending.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    const rows = MODE === 'echo' ? null : rowsOf(lsnNext++, JSON.parse(pending.body.toString()) as { customer_id?: unknown; amount_minor?: unknown }, key);
+    if (rows !== null) pending.reply = rows.reply;
     queue.push({ pending, rows });
     if (!flushScheduled) {
       flushScheduled = true;

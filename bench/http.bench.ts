@@ -306,11 +306,12 @@ const SAME_BYTES_SCENARIO = 'GET, catalogue-sized reply';
 
 /**
  * The durable floor (bench/floor-uws.ts): bare uWS making each bank-transfer POST durable with kobo's own
- * rows and tables (`sqlite`) or with one append to a plain file (`file`), and no other work. What any
- * server keeping kobo's durability promise on this host can reach, to read kobo's ratio against.
+ * rows and tables (`sqlite`), with the same bytes appended to a plain file (`file`), or with only the request
+ * body appended (`echo`), and no other work: what a server keeping kobo's durability promise can reach on
+ * this host, to read kobo's ratio against.
  */
 async function benchFloors(runs: Run[], dir: string): Promise<void> {
-  for (const mode of ['sqlite', 'file'] as const) {
+  for (const mode of ['sqlite', 'file', 'echo'] as const) {
     let server: Pinned | undefined;
     try {
       server = await startPinned({ core: SERVER_CORE, command: process.execPath, args: ['--import', 'tsx', path.join(ROOT, 'bench', 'floor-uws.ts'), mode], env: process.env, cwd: ROOT, ready: READY });
@@ -323,7 +324,7 @@ async function benchFloors(runs: Run[], dir: string): Promise<void> {
   }
 }
 
-const FLOOR_SCENARIO = { sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: one file append' } as const;
+const FLOOR_SCENARIO = { sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
 
 async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
