@@ -86,7 +86,8 @@ function ok(data: unknown, headers?: Record<string, string>): Reply {
 }
 
 /** The customer the request acts for, with the home country and KYC level resolution needs. */
-async function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Promise<Result<Profile>> {
+// Synchronous when the front end's cache answers, so a cached catalogue read needs no promise at all.
+function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Result<Profile> | Promise<Result<Profile>> {
   const id = actingCustomer(ctx, named);
   if (isRejection(id)) return { ok: false, reply: errorOf(id) };
   const partition = partitionOf(id, 'customer');
@@ -95,6 +96,10 @@ async function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | und
   // answers (and decides 403/404 for another owner's or an unknown id).
   const cached = profileCache.get(id);
   if (cached !== undefined && cached.owner === ctx.owner) return { ok: true, value: { id, homeCountry: cached.homeCountry, kycLevel: cached.kycLevel, owner: cached.owner } };
+  return profileFromShard(deps, ctx, { id, partition });
+}
+
+async function profileFromShard(deps: ApiDeps, ctx: RequestContext, { id, partition }: { id: string; partition: number }): Promise<Result<Profile>> {
   const epoch = profileCache.epoch;
   const reply = await command(deps, ctx, partition, { k: 'customer.get', id });
   if (reply.status !== 200 || reply.json === undefined) return { ok: false, reply };
@@ -159,18 +164,22 @@ function catalogueBody(country: string, profile: Profile): { json: string } {
   return body;
 }
 
-async function listCatalogue(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
+function listCatalogue(deps: ApiDeps, ctx: RequestContext): Reply | Promise<Reply> {
   const country = (queryOf(ctx, 'country') ?? '').toUpperCase();
   if (findCountry(country)?.services_enabled !== true || !isServiceMarket(country)) {
     return errorOf(reject('NOT_FOUND', `Country ${country} is not served or sells no services.`));
   }
-  const profile = await profileOf(deps, ctx, queryOf(ctx, 'customer_id'));
+  const profile = profileOf(deps, ctx, queryOf(ctx, 'customer_id'));
+  return profile instanceof Promise ? profile.then((known) => catalogueReply(ctx, country, known)) : catalogueReply(ctx, country, profile);
+}
+
+function catalogueReply(ctx: RequestContext, country: string, profile: Result<Profile>): Reply {
   if (!profile.ok) return profile.reply;
   if (!serviceEligible(profile.value.homeCountry, country)) {
     return errorOf(reject('SERVICE_COUNTRY_NOT_ELIGIBLE', `Customers from ${profile.value.homeCountry} cannot buy services in ${country}.`));
   }
   if (inMaintenance(country, ctx.nowMs)) return refuse(reject('MAINTENANCE', `The ${country} catalogue is under maintenance.`), ctx, country).reply;
-  return { status: 200, ...catalogueBody(country, profile.value), headers: CATALOGUE_HEADERS };
+  return { status: 200, json: catalogueBody(country, profile.value).json, headers: CATALOGUE_HEADERS };
 }
 
 async function availability(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
