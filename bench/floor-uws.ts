@@ -1,5 +1,5 @@
 // The durable floor: a bare uWebSockets.js server that makes each POST durable the way kobo does and does
-// nothing else (no auth, routing, validation, ledger, state machines). Spawned by bench/floor.bench.ts.
+// nothing else (no auth, routing, validation, ledger, state machines). Spawned by bench/http.bench.ts.
 // Modes: `sqlite` writes the rows a bank-transfer POST writes in kobo (WAL record, payment and transaction
 // cold rows, idempotency row, expiry row) into kobo's own tables, one sqlite transaction a batch, then
 // fdatasyncs the sqlite journal off the thread; `file` appends the same bytes to a plain file, one write a
