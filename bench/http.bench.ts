@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { coreUse, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
+import { coreUse, kernelThreadCpuSeconds, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
@@ -47,6 +47,8 @@ interface Run {
   /** CPU used during the measured run, in cores: the server process, wrk, and everything else. */
   serverCores: number;
   clientCores: number;
+  /** The kernel's own threads (writeback, jbd2): a durable server keeps them busy itself. */
+  kernelCores: number;
   foreignCores: number;
   attempt: number;
 }
@@ -122,6 +124,7 @@ async function measure(
     if (hooks.beforeRun !== undefined) await hooks.beforeRun();
     const counting = coreUse();
     const busyBefore = machineBusySeconds();
+    const kernelBefore = kernelThreadCpuSeconds();
     const serverBefore = processCpuSeconds(what.serverPid);
     const threadsBefore = threadCpuSeconds(what.serverPid);
     const selfBefore = process.cpuUsage();
@@ -132,13 +135,14 @@ async function measure(
     const serverCpuS = processCpuSeconds(what.serverPid) - serverBefore;
     const self = process.cpuUsage(selfBefore);
     const selfCpuS = (self.user + self.system) / 1e6;
-    const foreignCores = Math.max(0, machineBusySeconds() - busyBefore - serverCpuS - result.clientCpuSeconds - selfCpuS) / wallS;
+    const kernelCpuS = kernelThreadCpuSeconds() - kernelBefore;
+    const foreignCores = Math.max(0, machineBusySeconds() - busyBefore - serverCpuS - result.clientCpuSeconds - selfCpuS - kernelCpuS) / wallS;
     const command = `taskset ${wrkArgs(options).map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(' ')}`;
-    const run: Run = { scenario, target, command, result, cores, serverCores: serverCpuS / wallS, clientCores: result.clientCpuSeconds / wallS, foreignCores, attempt };
+    const run: Run = { scenario, target, command, result, cores, serverCores: serverCpuS / wallS, clientCores: result.clientCpuSeconds / wallS, kernelCores: kernelCpuS / wallS, foreignCores, attempt };
     process.stdout.write(
       `  ${target.padEnd(4)} ${scenario}: ${fmt(result.requestsPerSec, 0)} req/s, p50 ${fmt(result.latencyP50Ms, 2)} ms, ` +
         `p99 ${fmt(result.latencyP99Ms, 2)} ms, non-2xx ${result.non2xx}; server ${run.serverCores.toFixed(2)} cores, ` +
-        `wrk ${run.clientCores.toFixed(2)}, others ${foreignCores.toFixed(2)}${quiet.quiet ? '' : ' (machine was busy before the run)'}\n`,
+        `wrk ${run.clientCores.toFixed(2)}, kernel threads ${run.kernelCores.toFixed(2)}, others ${foreignCores.toFixed(2)}${quiet.quiet ? '' : ' (machine was busy before the run)'}\n`,
     );
     if (target === 'kobo') {
       const threads = [...threadCpuSeconds(what.serverPid)].map(([name, s]) => [name, (s - (threadsBefore.get(name) ?? 0)) / wallS] as const).filter(([, c]) => c >= 0.01);
@@ -493,13 +497,14 @@ async function main(): Promise<void> {
         attempt: r.attempt,
         serverCores: r.serverCores,
         clientCores: r.clientCores,
+        kernelCores: r.kernelCores,
         foreignCores: r.foreignCores,
         cores: r.cores,
         ...r.result,
         raw: undefined,
       })),
       ratios,
-      floors: floors.map((r) => ({ scenario: r.scenario, command: r.command, serverCores: r.serverCores, ...r.result, raw: undefined })),
+      floors: floors.map((r) => ({ scenario: r.scenario, command: r.command, serverCores: r.serverCores, kernelCores: r.kernelCores, ...r.result, raw: undefined })),
       sameBytes: sameBytes.map((r) => ({ scenario: r.scenario, bytes: kobo.catalogueBytes, command: r.command, serverCores: r.serverCores, ...r.result, raw: undefined })),
     });
     process.stdout.write(`\nwritten ${file}\n`);

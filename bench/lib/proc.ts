@@ -156,6 +156,27 @@ export function threadCpuSeconds(pid: number): Map<string, number> {
   return byName;
 }
 
+/**
+ * CPU seconds used by the kernel's own threads (children of kthreadd, pid 2): writeback, the journal
+ * (jbd2), workqueues. A server that fsyncs makes them busy itself, so a bench reports them apart from
+ * other processes instead of taking them for a neighbour's load.
+ */
+export function kernelThreadCpuSeconds(): number {
+  let seconds = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[1] !== '2') continue; // the parent pid: kernel threads all descend from kthreadd
+      seconds += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+    } catch {
+      // The process ended between listing and reading.
+    }
+  }
+  return seconds;
+}
+
 /** CPU seconds every core (or only `core`) has spent busy since boot (steal and iowait excluded). */
 export function machineBusySeconds(core?: number): number {
   let busy = 0;
