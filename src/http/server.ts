@@ -13,6 +13,7 @@ import { IDEMPOTENCY_KEY_LENGTH_MAX } from './idempotency.ts';
 import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
+import { writeBodyBounded } from './write-body.ts';
 import { jsonShapeRejection, type JsonPolicy } from './json-policy.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 
@@ -412,7 +413,9 @@ export class HttpServer {
         for (const [name, value] of Object.entries(reply.headers)) if (name !== 'Content-Type') res.writeHeader(name, value);
       }
       if (close) res.end(body, true);
-      else this.writeBody(res, incoming, body);
+      else if (!writeBodyBounded(res, body, this.deps.responseBufferedBytesMax)) {
+        this.deps.log(`request ${incoming.requestId}: the client is not reading its reply; closing the connection`);
+      }
     });
     incoming.aborted = true; // the response is finished: uWS forbids touching it again
     this.settle(incoming);
@@ -424,35 +427,6 @@ export class HttpServer {
       status: reply.status,
       durationMs: performance.now() - incoming.startedMs,
       ip,
-    });
-  }
-
-  /**
-   * Writes the body without letting a client that does not read make the server buffer for it:
-   * `end()` would complete the response and let uWS parse the next pipelined request, piling up
-   * replies nobody reads. `tryEnd` leaves a response that does not fit pending, and uWS reads no
-   * further request on that connection until it drains, so at most one reply per connection waits
-   * here; one larger than `responseBufferedBytesMax` closes the connection.
-   */
-  private writeBody(res: HttpResponse, incoming: Incoming, body: string): void {
-    const totalBytes = Buffer.byteLength(body);
-    const startOffset = res.getWriteOffset();
-    const [ok, done] = res.tryEnd(body, totalBytes);
-    if (ok || done) return;
-    if (totalBytes - (res.getWriteOffset() - startOffset) > this.deps.responseBufferedBytesMax) {
-      this.deps.log(`request ${incoming.requestId}: the client is not reading its reply; closing the connection`);
-      res.close();
-      return;
-    }
-    const bytes = Buffer.from(body);
-    let gone = false;
-    res.onAborted(() => {
-      gone = true;
-    });
-    res.onWritable((offset) => {
-      if (gone) return true;
-      const [sent, finished] = res.tryEnd(bytes.subarray(offset - startOffset), totalBytes);
-      return sent || finished;
     });
   }
 }

@@ -1,0 +1,32 @@
+// Writing a reply's body to a client that may not be reading it. Main thread (uWS callbacks).
+// Invariant: at most one reply per connection waits in memory, and never more than the bound.
+import type { HttpResponse } from './uws.ts';
+
+/**
+ * Ends `res` with `body` without letting a client that does not read make the server buffer for it:
+ * `end()` would complete the response and let uWS parse the next pipelined request, piling up replies
+ * nobody reads. `tryEnd` leaves a response that does not fit pending, and uWS reads no further request
+ * on that connection until it drains, so at most one reply per connection waits here. When more than
+ * `bufferedBytesMax` would have to wait, the connection is closed and this returns false.
+ */
+export function writeBodyBounded(res: HttpResponse, body: string, bufferedBytesMax: number): boolean {
+  const totalBytes = Buffer.byteLength(body);
+  const startOffset = res.getWriteOffset();
+  const [ok, done] = res.tryEnd(body, totalBytes);
+  if (ok || done) return true;
+  if (totalBytes - (res.getWriteOffset() - startOffset) > bufferedBytesMax) {
+    res.close();
+    return false;
+  }
+  const bytes = Buffer.from(body);
+  let gone = false;
+  res.onAborted(() => {
+    gone = true;
+  });
+  res.onWritable((offset) => {
+    if (gone) return true;
+    const [sent, finished] = res.tryEnd(bytes.subarray(offset - startOffset), totalBytes);
+    return sent || finished;
+  });
+  return true;
+}
