@@ -5,7 +5,6 @@
 // fdatasyncs the sqlite journal off the thread; `file` appends the same bytes to a plain file, one write a
 // batch, then fdatasyncs it; `echo` appends only the request bodies and answers a constant (no JSON at all).
 // Either way a reply leaves only after its batch is on disk.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +14,8 @@ import { openDatabase } from '../src/store/shard-store.ts';
 import { COLD_SQL } from '../src/store/cold-table.ts';
 import { IDEM_LOG_SQL } from '../src/store/idem-log.ts';
 import { DUE_SQL } from '../src/store/due-log.ts';
+import { walSegmentSql } from '../src/store/wal-segments.ts';
+import { FrontIdempotencyStore } from '../src/http/idempotency-store.ts';
 import { mintId } from '../src/ids.ts';
 
 const MODE = process.argv[2] ?? 'sqlite';
@@ -48,7 +49,8 @@ interface Rows {
   atMs: number;
 }
 
-function rowsOf(lsn: number, body: { customer_id?: unknown; amount_minor?: unknown }, key: string): Rows {
+function rowsOf(lsn: number, rawBody: Buffer, key: string): Rows {
+  const body = JSON.parse(rawBody.toString()) as { customer_id?: unknown; amount_minor?: unknown };
   const atMs = Date.now();
   const partition = 9;
   const paymentId = mintId(partition, atMs);
@@ -67,7 +69,8 @@ function rowsOf(lsn: number, body: { customer_id?: unknown; amount_minor?: unkno
     reference: `ref_${paymentId}`, narration: 'Bank transfer collection', postings: [], history: [{ status: 'pending', atMs }], createdAtMs: atMs, updatedAtMs: atMs, metadata: {},
   });
   const scope = `${owner}:${key}`;
-  const fingerprint = createHash('sha256').update(key).digest('hex');
+  // The fingerprint kobo computes for the same request.
+  const fingerprint = FrontIdempotencyStore.fingerprint('POST', '/v1/payments', rawBody);
   const record = JSON.stringify([
     { t: 'txn.created', cold: txnId }, { t: 'payment.created', cold: paymentId },
     { t: 'customer.usage', id: customerId, day: Math.floor(atMs / 86_400_000), currency: 'NGN', deltaMinor: amountMinor },
@@ -89,8 +92,7 @@ type Writer = (batch: ReadonlyArray<{ pending: Pending; rows: Rows | null }>, ba
 function sqliteWriter(): Writer {
   const file = path.join(dir, 'floor.db');
   const db = openDatabase(file, { deferredSync: true });
-  db.exec(`CREATE TABLE wal_1 (lsn INTEGER PRIMARY KEY, partition INTEGER NOT NULL, batch INTEGER NOT NULL, body TEXT NOT NULL, crc INTEGER NOT NULL);
-    ${COLD_SQL} ${IDEM_LOG_SQL} ${DUE_SQL}`);
+  db.exec(`${walSegmentSql('wal_1')}; ${COLD_SQL} ${IDEM_LOG_SQL} ${DUE_SQL}`);
   const wal = db.prepare('INSERT INTO wal_1 (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
   const cold = db.prepare('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
   const idem = db.prepare('INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
@@ -190,7 +192,7 @@ app.post('/*', (res, req) => {
     chunks.push(Buffer.from(chunk.slice(0)));
     if (!isLast || pending.aborted) return;
     pending.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-    const rows = MODE === 'echo' ? null : rowsOf(lsnNext++, JSON.parse(pending.body.toString()) as { customer_id?: unknown; amount_minor?: unknown }, key);
+    const rows = MODE === 'echo' ? null : rowsOf(lsnNext++, pending.body, key);
     if (rows !== null) pending.reply = rows.reply;
     queue.push({ pending, rows });
     if (!flushScheduled) {

@@ -121,15 +121,23 @@ export function coreUse(): () => CoreUse[] {
 
 const CLOCK_TICKS_PER_S = 100; // USER_HZ: /proc/stat and /proc/<pid>/stat count in these on Linux
 
-/** CPU seconds (user + system, all threads) a live process has used; 0 when it is gone. */
-export function processCpuSeconds(pid: number, statFile = `/proc/${pid}/stat`): number {
+/** A /proc stat line's fields after the command name (fields[1] is the parent pid); null when it is gone. */
+function statFields(statFile: string): string[] | null {
   try {
     const stat = fs.readFileSync(statFile, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return null;
   }
+}
+
+/** User + system CPU seconds of a stat line's fields. */
+const cpuSecondsOf = (fields: readonly string[]): number => (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+
+/** CPU seconds (user + system, all threads) a live process has used; 0 when it is gone. */
+export function processCpuSeconds(pid: number, statFile = `/proc/${pid}/stat`): number {
+  const fields = statFields(statFile);
+  return fields === null ? 0 : cpuSecondsOf(fields);
 }
 
 /**
@@ -165,14 +173,8 @@ export function kernelThreadCpuSeconds(): number {
   let seconds = 0;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[1] !== '2') continue; // the parent pid: kernel threads all descend from kthreadd
-      seconds += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
-    } catch {
-      // The process ended between listing and reading.
-    }
+    const fields = statFields(`/proc/${entry}/stat`); // null: it ended between listing and reading
+    if (fields !== null && fields[1] === '2') seconds += cpuSecondsOf(fields); // kernel threads all descend from kthreadd
   }
   return seconds;
 }

@@ -85,8 +85,10 @@ function ok(data: unknown, headers?: Record<string, string>): Reply {
   return { status: 200, json: JSON.stringify({ data }), ...(headers === undefined ? {} : { headers }) };
 }
 
-/** The customer the request acts for, with the home country and KYC level resolution needs. */
-// Synchronous when the front end's cache answers, so a cached catalogue read needs no promise at all.
+/**
+ * The customer the request acts for, with the home country and KYC level resolution needs. Synchronous
+ * when the front end's cache answers, so a cached catalogue read needs no promise at all.
+ */
 function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | undefined): Result<Profile> | Promise<Result<Profile>> {
   const id = actingCustomer(ctx, named);
   if (isRejection(id)) return { ok: false, reply: errorOf(id) };

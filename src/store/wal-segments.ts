@@ -64,7 +64,7 @@ export class WalSegments {
   }
 
   private create(name: string): void {
-    this.db.exec(`CREATE TABLE ${name} (lsn INTEGER PRIMARY KEY, partition INTEGER NOT NULL, batch INTEGER NOT NULL, body TEXT NOT NULL, crc INTEGER NOT NULL)`);
+    this.db.exec(walSegmentSql(name));
   }
 
   private writeView(): void {
@@ -174,4 +174,9 @@ export class WalSegments {
     this.writeView();
     return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch }, blockers: [] };
   }
+}
+
+/** The DDL of one WAL segment table (also what bench/floor-uws.ts writes, so the floor's rows match). */
+export function walSegmentSql(name: string): string {
+  return `CREATE TABLE ${name} (lsn INTEGER PRIMARY KEY, partition INTEGER NOT NULL, batch INTEGER NOT NULL, body TEXT NOT NULL, crc INTEGER NOT NULL)`;
 }
