@@ -33,6 +33,8 @@ const DURATION_S = Number(flag('duration', '10'));
 const WARMUP_S = Number(flag('warmup', '3'));
 const SNAPSHOTS = flag('snapshots', 'on');
 const PROFILE_DIR = flag('profile', '');
+/** `--kobo-only yes`: kobo's runs alone (no bare uWS, no floors), for quick A/B rounds; no ratios. */
+const KOBO_ONLY = flag('kobo-only', 'no') === 'yes';
 const SCENARIOS = new Set(flag('scenarios', 'get,catalogue,bank,post,transfer,order').split(','));
 if (!(DURATION_S > 0 && DURATION_S <= 60) || !(WARMUP_S >= 0 && WARMUP_S <= 30) || !['on', 'off'].includes(SNAPSHOTS)) {
   throw new Error('usage: http.bench.ts [--duration 1..60] [--warmup 0..30] [--snapshots on|off]');
@@ -437,8 +439,12 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-lua-'));
   const runs: Run[] = [];
   try {
-    await benchBare(runs, dir);
+    if (!KOBO_ONLY) await benchBare(runs, dir);
     const kobo = await benchKobo(runs, dir);
+    if (KOBO_ONLY) {
+      for (const run of runs) process.stdout.write(`${run.scenario}: ${fmt(run.result.requestsPerSec, 0)} req/s, ${fmt((run.serverCores * 1e6) / run.result.requestsPerSec, 0)} µs CPU a request\n`);
+      return;
+    }
     const ratios = ratioRows(runs);
     // Not a target of the issue: the catalogue against a bare server that sends as many bytes.
     const sameBytes: Run[] = [];
