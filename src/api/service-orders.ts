@@ -36,7 +36,7 @@ function prepare(ctx: RequestContext, b: ServiceQuoteCreate | ServiceOrderCreate
   const badCurrency = currencyProblem(b.currency);
   if (badCurrency !== null) return badCurrency;
   if (!isServiceCode(b.service_code)) return errorOf(reject('VALIDATION', `service_code ${b.service_code} is not a catalogue code.`));
-  if (railDown(ctx.owner, b.service_code, b.country_code)) return errorOf(reject('PROVIDER_FAILURE', 'The fulfilment rail is unavailable; retry with the same Idempotency-Key.'));
+  if (railDown(ctx.owner, b.service_code, b.country_code)) return errorOf(reject('PROVIDER_FAILURE', 'The fulfilment rail is unavailable and nothing was charged; retry later (an order may repeat its Idempotency-Key).'));
   return customerTarget(ctx, b.customer_id);
 }
 
@@ -93,6 +93,10 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       body: ServiceOrderCreate,
       response: ServiceOrderCreated,
       responseStatus: 201,
+      // The order command keeps the key's result in the shard, whether the key came in the header or the
+      // body. Refusals before it (PIN step-up, a rail down) are not kept: the client resends under the
+      // same key, with the PIN, once the rail is back.
+      keyedInShard: true,
       errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'PIN_REQUIRED', 'PIN_LOCKED', 'COMPLIANCE_DENIED', 'QUOTE_MISMATCH', 'QUOTE_EXPIRED', 'IDEMPOTENCY_REPLAY', 'IDEMPOTENCY_KEY_REQUIRED', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'FX_QUOTE_UNAVAILABLE', 'METHOD_NOT_SELECTABLE', 'PROVIDER_FAILURE'],
       handle: async (ctx) => {
         const b = ctx.body as ServiceOrderCreate;

@@ -275,6 +275,61 @@ describe('orders: errors and binding', () => {
     assert.equal((await order(body, { 'x-transaction-authorization': '2468' })).status, 201);
   });
 
+  it('PIN step-up under one Idempotency-Key (header or body): 403 without the PIN, 403 with a wrong one, 201 with it, then that 201 replays', async () => {
+    const c = await customer(1_000_000);
+    await api('PATCH', `/v1/customers/${c.id}`, { body: { pin: '2468' } });
+    for (const where of ['header', 'body'] as const) {
+      const k = idem(`pin-${where}`);
+      const body = { customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone: mtnPhone() };
+      const send = (pin?: string) => {
+        const headers: Record<string, string> = pin === undefined ? {} : { 'x-transaction-authorization': pin };
+        return where === 'header'
+          ? api('POST', '/v1/services/orders', { idempotencyKey: k, body, headers })
+          : api('POST', '/v1/services/orders', { body: { ...body, idempotency_key: k }, headers });
+      };
+      const missing = await send();
+      assert.deepEqual([missing.status, missing.body.error?.code], [403, 'PIN_REQUIRED'], where);
+      const wrong = await send('1357');
+      assert.deepEqual([wrong.status, wrong.body.error?.code], [403, 'PIN_REQUIRED'], where);
+      assert.equal((await api('GET', `/v1/wallets/${c.walletId}`)).body.data.held_minor, 0, `${where}: a refused step-up holds nothing`);
+      const created = await send('2468');
+      assert.equal(created.status, 201, `${where}: ${JSON.stringify(created.body)}`);
+      const replayed = await send('2468');
+      assert.equal(replayed.status, 201, where);
+      assert.equal(replayed.body.data.order.id, created.body.data.order.id, `${where}: the key replays its order`);
+    }
+  });
+
+  it('an order priced from a promotion quote keeps the promotion code beside its discount in pricing_snapshot', async () => {
+    const c = await customer(1_000_000);
+    const phone = mtnPhone();
+    const quote = await api('POST', '/v1/services/quote', { body: { customer_id: c.id, country_code: 'NG', service_code: 'data', provider_cost_minor: 35_000, currency: 'NGN', payment_method: 'card', promotion_code: 'DATA5', phone } });
+    assert.equal(quote.status, 200, JSON.stringify(quote.body));
+    assert.equal(quote.body.data.promotion_code, 'DATA5');
+    assert.ok(quote.body.data.promotion_discount_minor > 0, 'DATA5 discounts this fee');
+    const plans = (await api('GET', `/v1/services/data/plans?country=NG&operator=MTN&customer_id=${c.id}`)).body.data.items as Array<{ code: string; amount_minor: number | null }>;
+    const plan = plans.find((p) => p.amount_minor === 35_000);
+    assert.ok(plan !== undefined, 'an MTN plan of NGN 350.00');
+    const created = await order({ customer_id: c.id, country_code: 'NG', service_code: 'data', provider_cost_minor: 35_000, currency: 'NGN', payment_method: 'card', product_code: plan.code, phone, quote_id: quote.body.data.quote_id });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const pricing = created.body.data.order.pricing_snapshot;
+    assert.equal(pricing.promotion_code, 'DATA5');
+    assert.equal(pricing.promotion_discount_minor, quote.body.data.promotion_discount_minor);
+    assert.equal(pricing.fee_minor, quote.body.data.fee_minor);
+  });
+
+  it('a quote while the fulfilment rail is down → 502 PROVIDER_FAILURE that asks for no Idempotency-Key (quotes take none)', async () => {
+    const c = await customer(0);
+    assert.equal((await api('POST', '/v1/test_helpers/services/rails', { body: { service_code: 'data', country: 'NG', down: true } })).status, 200);
+    try {
+      const down = await api('POST', '/v1/services/quote', { body: { customer_id: c.id, country_code: 'NG', service_code: 'data', provider_cost_minor: 35_000, currency: 'NGN', phone: mtnPhone() } });
+      assert.deepEqual([down.status, down.body.error?.code], [502, 'PROVIDER_FAILURE']);
+      assert.match(down.body.error.message, /nothing was charged; retry later/);
+    } finally {
+      assert.equal((await api('POST', '/v1/test_helpers/services/rails', { body: { service_code: 'data', country: 'NG', down: false } })).status, 200);
+    }
+  });
+
   it('detail and status: another customer’s (or account’s) order → 404; malformed id → 400', async () => {
     const c = await customer(1_000_000);
     const created = await order({ customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone: mtnPhone() });

@@ -158,7 +158,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
       converted_amount_minor: pricing.convertedAmountMinor,
       fee_minor: pricing.feeMinor,
       promotion_discount_minor: pricing.discountMinor,
-      promotion_code: req.promotionCode,
+      promotion_code: pricing.promotionCode,
       cross_currency: pricing.crossCurrency,
     },
     metadata: req.metadata,

@@ -39,6 +39,8 @@ export interface Pricing {
   convertedAmountMinor: number;
   feeMinor: number;
   discountMinor: number;
+  /** The promotion whose discount is in `discountMinor` (a quote's, when the order is priced from one). */
+  promotionCode: string | null;
   customerAmountMinor: number;
   fxRate: string | null;
   crossCurrency: boolean;
@@ -196,6 +198,7 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     convertedAmountMinor: converted,
     feeMinor: fee,
     discountMinor: discount,
+    promotionCode: req.promotionCode,
     customerAmountMinor: converted + fee,
     fxRate: cross ? formatRate(costInSourceMinor(1, svc.currency, source, mid).rate) : null,
     crossCurrency: cross,
@@ -289,6 +292,7 @@ export function boundQuote(ctx: HandlerContext, cmd: Command, req: ServiceReques
     convertedAmountMinor: quote.convertedAmountMinor,
     feeMinor: quote.feeMinor,
     discountMinor: quote.promotionDiscountMinor,
+    promotionCode: quote.promotionCode,
     customerAmountMinor: quote.customerAmountMinor,
     fxRate: quote.fxRate,
     crossCurrency: quote.fxRate !== null,
