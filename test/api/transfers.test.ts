@@ -152,6 +152,20 @@ test('transfer: customer with a PIN → 403 PIN_REQUIRED without or with a wrong
   assert.equal(right.status, 201, JSON.stringify(right.body));
 });
 
+test('transfer: PIN step-up under one Idempotency-Key → 403 without, 403 wrong, then 201 with the right PIN under that same key, which then replays it', async () => {
+  const c = await funded(api, 1_000_000);
+  const b = await beneficiary(api, c.id);
+  assert.equal((await api('PATCH', `/v1/customers/${c.id}`, { body: { pin: '4321' } })).status, 200);
+  const body = { customer_id: c.id, beneficiary_id: b, amount_minor: 10_000, currency: 'NGN' };
+  const k = idem('pin');
+  const send = (pin?: string) => api('POST', '/v1/transfers', { idempotencyKey: k, body, headers: pin === undefined ? {} : { 'x-transaction-authorization': pin } });
+  assert.deepEqual([(await send()).body.error?.code, (await send('1111')).body.error?.code], ['PIN_REQUIRED', 'PIN_REQUIRED']);
+  const right = await send('4321');
+  assert.equal(right.status, 201, JSON.stringify(right.body));
+  const again = await send('4321');
+  assert.deepEqual([again.status, again.body.data.id], [201, right.body.data.id]);
+});
+
 test('transfer: rail failure (account ending 9999) → failed PROVIDER_ERROR at payout, hold voided; retry → pending with funds held again', async () => {
   const c = await funded(api, 1_000_000);
   const b = await beneficiary(api, c.id, '0123459999');
