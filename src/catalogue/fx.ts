@@ -4,6 +4,7 @@
 // Invariant: convertMinor rounds down, so a conversion never yields more than the exact value.
 import fxData from '../../data/reference/fx.json' with { type: 'json' };
 import { currencyExponent } from './currencies.ts';
+import { TIER_ORDER, tierLimits } from './limits.ts';
 
 /** An exact positive rational: value = num / den. */
 export interface Rate {
@@ -25,6 +26,16 @@ export function parseRate(text: string): Rate {
 const USD_RATES: ReadonlyMap<string, Rate> = new Map(Object.entries(fxData.rates).map(([code, text]) => [code, parseRate(text)]));
 for (const code of USD_RATES.keys()) {
   if (currencyExponent(code) === undefined) throw new Error(`fx: ${code} in fx.json is not an ISO 4217 currency`);
+  // An exchange can open a wallet in any of these currencies; without tier limits nothing could ever
+  // move out of it again (every debit is checked against them), so the data must list them.
+  for (const tier of TIER_ORDER) {
+    if (tierLimits(tier, code) === undefined) throw new Error(`fx: ${code} in fx.json has no ${tier} limits in tiers.json`);
+  }
+}
+
+/** Every currency kobo converts (and so can hold a wallet in). */
+export function fxCurrencies(): readonly string[] {
+  return [...USD_RATES.keys()];
 }
 
 export const SPREAD_BPS = BigInt(fxData.spread_bps);

@@ -13,7 +13,7 @@ export type TierName = 'tier_1' | 'tier_2' | 'tier_3';
 /** New customers start here. */
 export const TIER_DEFAULT: TierName = 'tier_1';
 
-const TIER_ORDER: readonly TierName[] = ['tier_1', 'tier_2', 'tier_3'];
+export const TIER_ORDER: readonly TierName[] = ['tier_1', 'tier_2', 'tier_3'];
 
 const MinorAmount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 

@@ -75,6 +75,23 @@ test('exchange: live quote → 201, from wallet debited, USD wallet opened and c
   assert.equal(reuse.body.error.code, 'CONFLICT');
 });
 
+test('exchange: into JPY (exponent 0) and KWD (exponent 3) and all of it back out again → 201 each way, the foreign wallet left at 0', async () => {
+  const c = await fundedCustomer(10_000_000);
+  for (const currency of ['JPY', 'KWD']) {
+    const into = (await api('POST', '/v1/exchange/quotes', { body: { customer_id: c.id, from_currency: 'NGN', to_currency: currency, from_amount_minor: 1_000_000 } })).body.data;
+    const ex = await api('POST', '/v1/exchange', { idempotencyKey: idem('fx-in'), body: { quote_id: into.id } });
+    assert.equal(ex.status, 201, JSON.stringify(ex.body));
+    const held = (await api('GET', `/v1/wallets/${ex.body.data.to_wallet_id}`)).body.data;
+    assert.deepEqual([held.currency, held.balance_minor], [currency, into.to_amount_minor]);
+    assert.ok(held.balance_minor > 0, `${currency}: something to move out`);
+    const back = await api('POST', '/v1/exchange/quotes', { body: { customer_id: c.id, from_currency: currency, to_currency: 'NGN', from_amount_minor: held.balance_minor } });
+    assert.equal(back.status, 201, JSON.stringify(back.body));
+    const out = await api('POST', '/v1/exchange', { idempotencyKey: idem('fx-out'), body: { quote_id: back.body.data.id } });
+    assert.equal(out.status, 201, `${currency}: money exchanged in can leave again: ${JSON.stringify(out.body)}`);
+    assert.equal((await api('GET', `/v1/wallets/${held.id}`)).body.data.balance_minor, 0);
+  }
+});
+
 test('exchange: expired quote → 409 CONFLICT and no money moves', async () => {
   const c = await fundedCustomer(1_000_000);
   const q = (await api('POST', '/v1/exchange/quotes', { body: { customer_id: c.id, from_currency: 'NGN', to_currency: 'GBP', from_amount_minor: 100_000 } })).body.data;

@@ -358,6 +358,21 @@ describe('POST /v1/payments: wallet', () => {
     assert.equal((await pay({ customer_id: customer.id, amount_minor: half, method: 'wallet' })).status, 201);
     assertError(await pay({ customer_id: customer.id, amount_minor: half, method: 'wallet' }), 422, 'INSUFFICIENT_FUNDS');
   });
+
+  it('create: the country’s method bounds are in the home currency: USD 0.99 from a USD wallet → 201; NGN 0.99 → 400; card in USD → 422 METHOD_NOT_SELECTABLE', async () => {
+    const customer = await funded(2_000_000);
+    const methods = await methodsOf(customer.id);
+    const walletMin = methods.get('wallet')?.min_amount_minor ?? 0;
+    assert.ok(walletMin >= 100, 'NG wallet payments have a minimum in kobo');
+    const quote = (await api('POST', '/v1/exchange/quotes', { body: { customer_id: customer.id, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 1_000_000 } })).body.data;
+    const exchanged = await api('POST', '/v1/exchange', { idempotencyKey: idem('fx'), body: { quote_id: quote.id } });
+    assert.equal(exchanged.status, 201, JSON.stringify(exchanged.body));
+    assert.ok(quote.to_amount_minor > 99);
+    const usd = await pay({ customer_id: customer.id, amount_minor: 99, currency: 'USD', method: 'wallet' });
+    assert.equal(usd.status, 201, `USD 0.99 is not compared with a minimum in kobo: ${JSON.stringify(usd.body)}`);
+    assertError(await pay({ customer_id: customer.id, amount_minor: walletMin - 1, method: 'wallet' }), 400, 'VALIDATION');
+    assertError(await pay({ customer_id: customer.id, amount_minor: 2_000, currency: 'USD', method: 'card' }), 422, 'METHOD_NOT_SELECTABLE');
+  });
 });
 
 describe('GET /v1/payments/{id}', () => {

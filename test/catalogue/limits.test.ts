@@ -5,9 +5,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { currencyExponent, isCurrencyCode } from '../../src/catalogue/currencies.ts';
 import { TIER_DEFAULT, collectionFeeMinor, tierLimits, type TierName } from '../../src/catalogue/limits.ts';
+import { fxCurrencies } from '../../src/catalogue/fx.ts';
 
 const TIERS: TierName[] = ['tier_1', 'tier_2', 'tier_3'];
-const CURRENCIES = ['NGN', 'GHS', 'KES', 'ZAR', 'UGX', 'USD', 'GBP', 'EUR'];
+const CURRENCIES = ['NGN', 'GHS', 'KES', 'ZAR', 'UGX', 'USD', 'GBP', 'EUR', 'JPY', 'KWD'];
 
 describe('currencies', () => {
   it('currencyExponent: JPY → 0, NGN → 2, KWD → 3, UGX → 0', () => {
@@ -67,9 +68,14 @@ describe('tierLimits', () => {
     }
   });
 
-  it('tierLimits: currency without limits (JPY, ngn) → undefined', () => {
-    assert.equal(tierLimits('tier_1', 'JPY'), undefined);
+  it('tierLimits: currency without limits (CHF, ngn) → undefined', () => {
+    assert.equal(tierLimits('tier_1', 'CHF'), undefined);
     assert.equal(tierLimits('tier_1', 'ngn'), undefined);
+  });
+
+  it('tierLimits: every currency an exchange can open a wallet in (the FX table, JPY and KWD among them) → limits in every tier', () => {
+    assert.ok(fxCurrencies().includes('JPY') && fxCurrencies().includes('KWD'));
+    for (const currency of fxCurrencies()) for (const tier of TIERS) assert.ok(tierLimits(tier, currency), `${tier} ${currency}`);
   });
 });
 

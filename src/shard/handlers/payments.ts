@@ -52,12 +52,19 @@ export function listMethods(ctx: HandlerContext, cmd: Command & { k: 'payment.me
   return { events: [], reply: () => okReply(200, { customer_id: customer.id, country_code: customer.countryCode, items }) };
 }
 
-function methodRejection(customer: Customer, method: string, amountMinor: number): Rejection | null {
+/**
+ * METHOD_NOT_SELECTABLE for a method this customer cannot use; VALIDATION outside the method's bounds.
+ * The bounds are the country context's, in the home currency: a payment in another currency (from a
+ * wallet exchanged into it) is bounded by the tier limits of its own currency only.
+ */
+function methodRejection(customer: Customer, method: string, amount: { minor: number; currency: string }): Rejection | null {
   const rule = methodsFor(customer).find((m) => m.method === method);
   if (rule === undefined || !rule.selectable) {
     const why = rule?.reason ?? 'unknown_method';
     return reject('METHOD_NOT_SELECTABLE', `Method ${method} is not selectable for this customer (${why}).`);
   }
+  if (amount.currency !== findCountry(customer.countryCode)?.currency_code) return null;
+  const amountMinor = amount.minor;
   if (rule.min_amount_minor !== null && amountMinor < rule.min_amount_minor) {
     return reject('VALIDATION', `amount_minor is below the ${method} minimum of ${rule.min_amount_minor}.`);
   }
@@ -71,7 +78,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const body = cmd.body;
   const customer = customerFor(ctx, cmd, body.customerId);
   if (isRejection(customer)) return rejected(customer);
-  const notSelectable = methodRejection(customer, body.method, body.amountMinor);
+  const notSelectable = methodRejection(customer, body.method, { minor: body.amountMinor, currency: body.currency });
   if (notSelectable !== null) return rejected(notSelectable);
   const method = body.method as PaymentMethod;
   if (method === 'virtual_account') return rejected(reject('METHOD_NOT_SELECTABLE', 'virtual_account is a funding instrument, not a checkout method.'));
