@@ -255,6 +255,20 @@ describe('schema validation', () => {
     });
   }
 
+  it('amount_minor written as a float literal (20000.0, 2e4, 1E5, -1.0) → 400 VALIDATION naming it; 20000 → 201', async () => {
+    for (const literal of ['20000.0', '2e4', '1E5', '2.0e4', '-1.0']) {
+      for (const [path, rest] of [['/v1/payments', '"currency":"NGN","method":"bank_transfer"'], ['/v1/transactions', '"type":"payment","currency":"NGN"']] as const) {
+        const raw = `{"customer_id":"${customerId}","amount_minor":${literal},${rest}}`;
+        const res = await api('POST', path, { idempotencyKey: idem(), rawBody: raw, headers: { 'content-type': 'application/json' } });
+        expectError(res, 400, 'VALIDATION');
+        assert.match(res.body.error.message, /^amount_minor must be an integer/, `${path} ${literal}`);
+      }
+    }
+    const raw = `{ "customer_id" : "${customerId}", "amount_minor" : 20000 , "currency":"NGN","method":"bank_transfer","reference":"ref 2.5e3"}`;
+    const ok = await api('POST', '/v1/payments', { idempotencyKey: idem(), rawBody: raw, headers: { 'content-type': 'application/json' } });
+    assert.equal(ok.status, 201, `an integer amount (and a float-looking string) are fine: ${JSON.stringify(ok.body)}`);
+  });
+
   it('amount_minor missing → 400 VALIDATION naming amount_minor', async () => {
     const res = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: customerId, currency: 'NGN', method: 'bank_transfer' } });
     expectError(res, 400, 'VALIDATION');
