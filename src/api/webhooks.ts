@@ -85,7 +85,8 @@ export function webhookRoutes(deps: WebhookDeps): RouteDef[] {
         }
         const secret = `whsec_${randomBytes(24).toString('base64url')}`;
         const sub = deps.store.createSubscription({ owner: ctx.owner, url: body.url, events: body.events, secret, nowMs: ctx.nowMs });
-        return json(201, subscriptionView(sub, true));
+        // A replay under the same Idempotency-Key answers the subscription without its secret.
+        return { ...json(201, subscriptionView(sub, true)), replayJson: json(201, subscriptionView(sub)).json };
       },
     },
     {

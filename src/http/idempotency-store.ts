@@ -6,6 +6,7 @@
 import { hash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { isStoredResult, type StoredReply } from '../shard/state.ts';
+import type { Reply } from './types.ts';
 
 interface Row {
   fingerprint: string;
@@ -31,6 +32,24 @@ export class FrontIdempotencyStore {
     this.find = db.prepare('SELECT fingerprint, status, body FROM front_idempotency WHERE scope = ?');
     this.insert = db.prepare('INSERT OR REPLACE INTO front_idempotency (scope, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?)');
     this.sweep = db.prepare('DELETE FROM front_idempotency WHERE at_ms < ?');
+    FrontIdempotencyStore.forgetSecrets(db);
+  }
+
+  /**
+   * Records kept before replays left the signing secret out still hold it: it goes from them at open,
+   * so no replay shows a secret again (see Reply.replayJson).
+   */
+  private static forgetSecrets(db: Database.Database): void {
+    const rows = db.prepare("SELECT scope, body FROM front_idempotency WHERE body LIKE '%whsec%'").all() as Array<{ scope: string; body: string }>;
+    const update = db.prepare('UPDATE front_idempotency SET body = ? WHERE scope = ?');
+    for (const row of rows) {
+      const stored = JSON.parse(row.body) as { json?: string };
+      if (stored.json === undefined) continue;
+      const reply = JSON.parse(stored.json) as { data?: { secret?: unknown } };
+      if (reply.data === undefined || reply.data.secret === undefined) continue;
+      delete reply.data.secret;
+      update.run(JSON.stringify({ json: JSON.stringify(reply) }), row.scope);
+    }
   }
 
   /**
@@ -42,7 +61,7 @@ export class FrontIdempotencyStore {
   }
 
   /** Replays the stored result of `scope`, refuses a different request under it, or runs `execute` once. */
-  async run(scope: string, fingerprint: string, execute: () => Promise<StoredReply>): Promise<StoredReply | 'replay_mismatch'> {
+  async run(scope: string, fingerprint: string, execute: () => Promise<Reply>): Promise<StoredReply | 'replay_mismatch'> {
     for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
     const known = this.find.get(scope);
     if (known !== undefined) {
@@ -55,7 +74,7 @@ export class FrontIdempotencyStore {
     try {
       const reply = await execute();
       if (isStoredResult(reply.status)) {
-        const body = JSON.stringify(reply.error === undefined ? { json: reply.json } : { error: reply.error });
+        const body = JSON.stringify(reply.error === undefined ? { json: reply.replayJson ?? reply.json } : { error: reply.error });
         const nowMs = Date.now();
         this.insert.run(scope, fingerprint, reply.status, body, nowMs);
         if (++this.inserts % SWEEP_EVERY_INSERTS === 0) this.sweep.run(nowMs - this.retentionMs);

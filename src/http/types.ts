@@ -9,7 +9,14 @@ import type { StoredReply } from '../shard/state.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH';
 
-export type Reply = StoredReply & { headers?: Record<string, string> };
+export type Reply = StoredReply & {
+  headers?: Record<string, string>;
+  /**
+   * The body a replay under the same Idempotency-Key answers, where it must differ from the first
+   * answer: a webhook signing secret is shown by the create call once, never by a replay of it.
+   */
+  replayJson?: string;
+};
 
 export interface RequestContext {
   requestId: string;

@@ -78,6 +78,22 @@ describe('subscriptions', () => {
     assert.ok(!JSON.stringify(list.body).includes(created.body.data.secret));
   });
 
+  it('create replayed under its Idempotency-Key (again, and twice at once) → the same subscription without its secret', async () => {
+    const r = await receiver();
+    const k = idem('sub');
+    const body = { url: r.url, events: ['payment.completed'] };
+    const created = await api('POST', '/v1/webhooks/subscriptions', { idempotencyKey: k, body });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.match(created.body.data.secret, /^whsec_/);
+    const replays = [await api('POST', '/v1/webhooks/subscriptions', { idempotencyKey: k, body }), ...(await Promise.all([0, 1].map(() => api('POST', '/v1/webhooks/subscriptions', { idempotencyKey: k, body }))))];
+    for (const replay of replays) {
+      assert.equal(replay.status, 201);
+      assert.equal(replay.body.data.id, created.body.data.id, 'one subscription');
+      assert.equal(replay.body.data.secret, undefined, 'the secret is shown once');
+      assert.ok(!JSON.stringify(replay.body).includes(created.body.data.secret));
+    }
+  });
+
   it('URL rules: private, link-local, non-http(s), credentials → 400; loopback http allowed in the sandbox only', async () => {
     for (const url of ['ftp://127.0.0.1/x', 'https://10.0.0.5/hook', 'https://192.168.1.2/h', 'https://169.254.169.254/latest', 'http://example.com/hook', 'https://user:pw@example.com/h', 'https://printer.local/h', 'not a url']) {
       const r = await api('POST', '/v1/webhooks/subscriptions', { body: { url, events: ['payment.completed'] } });
