@@ -405,7 +405,7 @@ export function serviceCatalogueRoutes(deps: ApiDeps): RouteDef[] {
     },
     {
       method: 'POST', path: '/v1/test_helpers/services/rails', summary: "Sandbox: take a service rail down (or up) for this account (not durable)",
-      auth: 'key', family: 'test_helpers', sandboxOnly: true, body: RailSwitchBody, response: RailSwitch, errors: ['VALIDATION', 'SERVICE_UNAVAILABLE'],
+      auth: 'key', family: 'test_helpers', sandboxOnly: true, accountLevel: true, body: RailSwitchBody, response: RailSwitch, errors: ['VALIDATION', 'SERVICE_UNAVAILABLE'],
       handle: switchRail,
     },
   ];

@@ -56,6 +56,8 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
       auth: 'key',
       family: 'test_helpers',
       sandboxOnly: true,
+      // The clock is the account's: moving it expires every customer's quotes and fires their timers.
+      accountLevel: true,
       body: ClockAdvance,
       response: Clock,
       errors: ['VALIDATION'],

@@ -106,6 +106,17 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     return { state, nowMs: cmd.nowMs, mintId: () => mintId(cmd.partition, cmd.nowMs), railLatencyMs: data.railLatencyMs };
   }
 
+  /**
+   * The payer on the hosted checkout page carries no key, so the front end cannot know whose sandbox
+   * clock the request runs on: the payment's owner's clock is applied here, as it is to rail answers,
+   * so the payment's history and its event never go back in time.
+   */
+  function onOwnersClock(cmd: Command): Command {
+    if (cmd.k !== 'payment.checkout') return cmd;
+    const owner = states.get(cmd.partition)?.payments.get(cmd.id)?.owner;
+    return owner === undefined ? cmd : { ...cmd, nowMs: Math.max(cmd.nowMs, Date.now() + (clockOffsets.get(owner) ?? 0)) };
+  }
+
   function runEffect(effect: Effect): void {
     if (effect.replyTo !== undefined || !states.has(effect.cmd.partition)) {
       // Another partition's work goes through the front end, which owns the routing (and the reply).
@@ -186,8 +197,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     const outbox: OutboxEvent[] = [];
     const lsnBase = store.lsnNext;
     for (const item of batch) {
-      const ctx = contextFor(item.cmd);
-      const executed = execute(ctx, item.cmd);
+      const cmd = onOwnersClock(item.cmd);
+      const ctx = contextFor(cmd);
+      const executed = execute(ctx, cmd);
       // Until this batch has recorded anything, state is what the earlier commits made: a read's reply
       // may leave as soon as they are durable. (A "read" that changed something waits for this commit.)
       if (records.length === 0 && READ_KINDS.has(item.cmd.k) && executed.events.length === 0 && executed.effects.length === 0) {

@@ -81,3 +81,21 @@ test('mobile_money: GH customer → 201 pending with the prompt phone; the rail 
   const wallet = (await api('GET', `/v1/wallets/${c.walletId}`)).body.data;
   assert.equal(wallet.balance_minor, 10_000 - p.body.data.fee_minor);
 });
+
+// Last in the file: it moves this account's sandbox clock two days ahead.
+test('card paid on the page after the sandbox clock moved ahead → completed on the account’s clock, never before it was created', async () => {
+  assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 2 * 86_400 } })).status, 200);
+  const c = await customer('NG', ngPhone());
+  const p = (await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: c.id, amount_minor: 200_000, currency: 'NGN', method: 'card' } })).body.data;
+  const createdMs = Date.parse(p.created_at);
+  assert.ok(createdMs > Date.now() + 86_400_000, 'created on the moved clock');
+  const url = p.provider.checkout_url as string;
+  assert.equal((await page('POST', url.replace('?token=', '/complete?token='))).status, 200);
+  const paid = (await api('GET', `/v1/payments/${p.id}`)).body.data;
+  assert.equal(paid.status, 'completed');
+  assert.ok(Date.parse(paid.updated_at) >= createdMs, `updated ${paid.updated_at} is not before created ${p.created_at}`);
+  const txn = (await api('GET', `/v1/transactions/${p.transaction_id}`)).body.data;
+  const times = txn.status_history.map((h: { at: string }) => Date.parse(h.at));
+  assert.deepEqual(times, [...times].sort((a: number, b: number) => a - b), 'the history runs forward');
+  assert.ok(times.every((t: number) => t >= createdMs), JSON.stringify(txn.status_history));
+});

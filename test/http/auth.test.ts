@@ -307,6 +307,16 @@ describe('authorization: environments, accounts and customers', () => {
     assertError(await api('GET', '/v1/payments/methods'), 400, 'VALIDATION');
   });
 
+  it('customer-scoped key: the account’s sandbox clock and rail switches → 403 FORBIDDEN, the clock unmoved; the account key may', async () => {
+    const before = (await api('GET', '/v1/test_helpers/clock')).body.data.offset_seconds;
+    assertError(await api('POST', '/v1/test_helpers/clock/advance', { key: keys.customerScoped, body: { seconds: 3_600 } }), 403, 'FORBIDDEN');
+    assertError(await api('POST', '/v1/test_helpers/services/rails', { key: keys.customerScoped, body: { service_code: 'airtime', country: 'NG', down: true } }), 403, 'FORBIDDEN');
+    assert.equal((await api('GET', '/v1/test_helpers/clock')).body.data.offset_seconds, before, 'nothing moved');
+    const moved = await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 1 } });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.equal(moved.body.data.offset_seconds, before + 1);
+  });
+
   it('customer-scoped key: POST /v1/customers → 403 FORBIDDEN, nothing created', async () => {
     const body = customerBody();
     const key = idem('scoped');
