@@ -300,6 +300,16 @@ describe('orders: errors and binding', () => {
     }
   });
 
+  it('an airtime order sent with phone only → account_ref is that number (a string, as the order table types it)', async () => {
+    const c = await customer(1_000_000);
+    const phone = mtnPhone();
+    const created = await order({ customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.deepEqual([created.body.data.order.account_ref, created.body.data.order.phone], [phone, phone]);
+    const read = (await api('GET', `/v1/services/orders/${created.body.data.order.id}`)).body.data;
+    assert.equal(read.account_ref, phone);
+  });
+
   it('an order priced from a promotion quote keeps the promotion code beside its discount in pricing_snapshot', async () => {
     const c = await customer(1_000_000);
     const phone = mtnPhone();

@@ -32,7 +32,9 @@ export function orderView(o: ServiceOrder): object {
     destination_currency: o.destinationCurrency,
     operator_code: o.operatorCode,
     meter_type: o.meterType,
-    account_ref: o.accountRef,
+    // The spec types account_ref as the recipient's identifier, always a string: for airtime and data
+    // that is the number the order tops up.
+    account_ref: o.accountRef ?? o.phone,
     phone: o.phone,
     product_code: o.productCode,
     provider_reference: o.providerReference,
