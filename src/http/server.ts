@@ -172,7 +172,8 @@ export class HttpServer {
     }
     const declared = Number(req.getHeader('content-length') || '0');
     if (declared > this.deps.bodyBytesMax) {
-      this.send(res, incoming, this.tooLarge(), this.rateOfRefused(incoming), true);
+      const refusal = this.refuseOversized(incoming);
+      this.send(res, incoming, refusal.reply, refusal.rate, true);
       return;
     }
     const chunks: Buffer[] = [];
@@ -184,7 +185,8 @@ export class HttpServer {
       if (received > this.deps.bodyBytesMax) {
         // uWS sets no body limit of its own: refuse as soon as the bound is crossed, and close.
         refused = true;
-        this.send(res, incoming, this.tooLarge(), this.rateOfRefused(incoming), true);
+        const refusal = this.refuseOversized(incoming);
+        this.send(res, incoming, refusal.reply, refusal.rate, true);
         return;
       }
       chunks.push(Buffer.from(chunk.slice(0)));
@@ -198,8 +200,27 @@ export class HttpServer {
     return incoming.ip;
   }
 
-  private tooLarge(): Reply {
-    return this.errorReply(reject('PAYLOAD_TOO_LARGE', `The body is larger than ${this.deps.bodyBytesMax} bytes.`));
+  /** An oversized body to a keyed route: 401 without a valid key (as a missing key always is), else 413. */
+  private refuseOversized(incoming: Incoming): Outcome {
+    const tooLarge = this.errorReply(reject('PAYLOAD_TOO_LARGE', `The body is larger than ${this.deps.bodyBytesMax} bytes.`));
+    const match = this.deps.router.match(incoming.method, incoming.path);
+    if (match.kind !== 'found' || match.route.auth !== 'key') return { reply: tooLarge, rate: this.rateOfRefused(incoming) };
+    const authenticated = this.authenticate(incoming, match.route.method !== 'GET', Date.now());
+    return 'reply' in authenticated ? authenticated : { reply: tooLarge, rate: authenticated.rate };
+  }
+
+  /** The key of a request to a keyed route and its rate decision, or the 401 (429 for an IP guessing keys). */
+  private authenticate(incoming: Incoming, write: boolean, wallMs: number): { key: KeyRecord; rate: RateDecision } | Outcome {
+    const authenticated = incoming.authorization === ''
+      ? reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')
+      : this.deps.auth.authenticate(incoming.authorization, wallMs);
+    if ('code' in authenticated) {
+      // Failed authentications count against the source IP, so guessing keys is rate-limited too.
+      const ipRate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
+      if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
+      return { reply: this.unauthenticated(authenticated), rate: ipRate };
+    }
+    return { key: authenticated, rate: this.deps.rateLimiter.take(authenticated.id, write, wallMs) };
   }
 
   private errorReply(rejection: Rejection, headers?: Record<string, string>): Reply {
@@ -271,17 +292,10 @@ export class HttpServer {
     let rate: RateDecision;
     const write = route.method !== 'GET';
     if (route.auth === 'key') {
-      const authenticated = incoming.authorization === ''
-        ? reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.')
-        : this.deps.auth.authenticate(incoming.authorization, wallMs);
-      if ('code' in authenticated) {
-        // Failed authentications count against the source IP, so guessing keys is rate-limited too.
-        const ipRate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
-        if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
-        return { reply: this.unauthenticated(authenticated), rate: ipRate };
-      }
-      key = authenticated;
-      rate = this.deps.rateLimiter.take(key.id, write, wallMs);
+      const authenticated = this.authenticate(incoming, write, wallMs);
+      if ('reply' in authenticated) return authenticated;
+      key = authenticated.key;
+      rate = authenticated.rate;
     } else {
       rate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
     }

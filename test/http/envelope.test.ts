@@ -206,6 +206,18 @@ describe('request bodies', () => {
     checkRequestId(res.status, res.headers['x-request-id'] as string, res.body);
   });
 
+  it('body over the limit without a valid key (none, or a wrong one; declared or chunked) → 401 UNAUTHENTICATED, not 413', async () => {
+    const body = JSON.stringify({ ...customerBody(), name: 'x'.repeat(4096) });
+    const declared = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    for (const headers of [declared, { ...declared, authorization: 'Bearer sk_test_not_a_key_at_all' }, { 'content-type': 'application/json' }]) {
+      const chunks = 'content-length' in headers ? [body] : [body.slice(0, 2000), body.slice(2000)];
+      const res = await rawPost('/v1/customers', headers, chunks);
+      assert.equal(res.status, 401, JSON.stringify(headers));
+      assert.equal(res.body.error.code, 'UNAUTHENTICATED');
+      assert.equal(res.headers['www-authenticate'], 'Bearer realm="kobo"');
+    }
+  });
+
   it('small body sent chunked → parsed and accepted (201)', async () => {
     const body = JSON.stringify(customerBody());
     const res = await rawPost('/v1/customers', authHeaders(), [body.slice(0, 20), body.slice(20, 40), body.slice(40)]);
