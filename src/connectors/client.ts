@@ -34,7 +34,9 @@ export async function callConnector(connector: ConnectorConfig, kind: RailKind, 
   if (text.length > CONNECTOR_RESPONSE_BYTES_MAX) return { outcome: 'unknown' };
   const problem = signatureProblem(connector.secret, response.headers.get('kobo-timestamp') ?? undefined, response.headers.get('kobo-signature') ?? undefined, text);
   if (problem !== null) return { outcome: 'unknown' };
-  return answerOf(text);
+  // The signature proves who wrote the answer, not which request it answers: one naming another
+  // reference (a replayed answer to an FX lookup or to another payment) is no answer at all.
+  return answerOf(text, reference);
 }
 
 /**
@@ -53,8 +55,11 @@ export function connectorRail(connector: ConnectorConfig, publicUrl: () => strin
   };
 }
 
-/** A signed connector message (response or callback) as an answer; anything unrecognised is `unknown`. */
-export function answerOf(text: string): RailAnswer {
+/**
+ * A signed connector message (response or callback) as an answer; anything unrecognised is `unknown`,
+ * and so is a response whose `reference` is not `expectedReference` (the request's own).
+ */
+export function answerOf(text: string, expectedReference?: string): RailAnswer {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -63,6 +68,7 @@ export function answerOf(text: string): RailAnswer {
   }
   if (typeof parsed !== 'object' || parsed === null) return { outcome: 'unknown' };
   const m = parsed as Record<string, unknown>;
+  if (expectedReference !== undefined && m.reference !== expectedReference) return { outcome: 'unknown' };
   const providerReference = typeof m.provider_reference === 'string' ? m.provider_reference.slice(0, 128) : null;
   switch (m.status) {
     case 'accepted':

@@ -97,6 +97,19 @@ test('live collections (card, bank_transfer; mobile_money in KE) run through the
   }
 });
 
+test('a live collection with its connector cannot be cancelled (409 CONFLICT): the payer still pays at the provider and the money lands', async () => {
+  const ng = await liveCustomer();
+  const created = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: ng.id, amount_minor: 50_000, currency: 'NGN', method: 'card' } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const accepted = await until(payment(created.body.data.id), (p) => p.provider.checkout_url !== null, 'the connector accepted the collection');
+  const cancel = await api('POST', `/v1/transactions/${created.body.data.transaction_id}/cancel`, { idempotencyKey: idem() });
+  assert.deepEqual([cancel.status, cancel.body.error?.code], [409, 'CONFLICT'], JSON.stringify(cancel.body));
+  assert.equal((await payment(created.body.data.id)()).status, 'pending');
+  assert.equal((await fetch(`${accepted.provider.checkout_url}?outcome=settled`)).status, 200);
+  const done = await until(payment(created.body.data.id), (p) => p.status === 'completed', 'the connector called back settled');
+  assert.equal((await wallet(ng.walletId)).balance_minor, done.amount_minor - done.fee_minor, 'the payer’s money is credited');
+});
+
 test('live payout: the connector resolves the account name, then pays it (settled) — hold posted once', async () => {
   const c = await liveCustomer();
   const funded = await collect(c, 'card', 5_000_000);

@@ -7,6 +7,7 @@ import type { PartitionState, ServiceOrder, Transaction } from '../state.ts';
 import { transactionView } from '../views.ts';
 import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { cancelOrderEvents, failEvents, newTransaction, retryEvents } from '../lifecycle/lifecycle.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 
 function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transaction | ReturnType<typeof reject> {
   const txn = ctx.state.transactions.get(id);
@@ -52,10 +53,24 @@ function orderOfTransaction(ctx: HandlerContext, txn: Transaction): ServiceOrder
   return orderId === undefined ? undefined : ctx.state.orders.get(orderId);
 }
 
+/**
+ * A live collection is submitted to its connector as soon as it is recorded, and the protocol has no
+ * way to call it back: a payer could still pay at the provider, and that money would have nowhere to
+ * land. So it ends only with the connector's outcome (or its own expiry), never with a cancel.
+ */
+function liveCollectionOf(ctx: HandlerContext, txn: Transaction, order: ServiceOrder | undefined): boolean {
+  const paymentId = order?.paymentId ?? txn.paymentId;
+  const payment = paymentId === null ? undefined : ctx.state.payments.get(paymentId);
+  return payment !== undefined && payment.method !== 'wallet' && isLiveOwner(payment.owner) && payment.status === 'pending';
+}
+
 export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.cancel' }): Outcome {
   const txn = transactionFor(ctx, cmd, cmd.id);
   if (isRejection(txn)) return rejected(txn);
   const order = orderOfTransaction(ctx, txn);
+  if (liveCollectionOf(ctx, txn, order)) {
+    return rejected(reject('CONFLICT', 'This live collection is with its connector, which may still collect the payer\'s money: it ends with the connector\'s outcome, not a cancel.'));
+  }
   if (order !== undefined) {
     const events = txn.status === 'pending' || txn.status === 'processing' ? cancelOrderEvents(ctx, order) : null;
     if (events === null) return rejected(reject('CONFLICT', `The service order is ${order.status}; only an order not yet fulfilling can be cancelled.`));
