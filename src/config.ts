@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { ConnectorSchema, loadConnectorsFile } from './connectors/connector-config.ts';
+import { ConnectorSchema, loadConnectorsFile, type ConnectorConfig } from './connectors/connector-config.ts';
 import { WAL_SEGMENT_RECORDS } from './store/wal-segments.ts';
 
 export const PARTITIONS = 64;
@@ -71,6 +71,15 @@ const checkConfig = Compile(ConfigSchema);
 /** A configuration mistake: main and the CLI print its message alone (no stack), then exit non-zero. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+}
+
+/** The connectors file, its problems reported as the operator mistake they are (one line, exit 78). */
+function connectorsOf(file: string): ConnectorConfig[] {
+  try {
+    return loadConnectorsFile(file);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
 }
 
 /** Unset means the default; set-but-empty is refused (an empty PORT must not quietly become 8080). */
@@ -154,7 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     responseBufferedBytesMax: intFrom(env, 'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 4 * 1024 * 1024),
     pinAttemptsMax: intFrom(env, 'KOBO_PIN_ATTEMPTS_MAX', 5),
     pinLockMinutes: intFrom(env, 'KOBO_PIN_LOCK_MINUTES', 15),
-    connectors: loadConnectorsFile(env.KOBO_CONNECTORS_FILE ?? ''),
+    connectors: connectorsOf(env.KOBO_CONNECTORS_FILE ?? ''),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
     drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),
     metricsToken: env.KOBO_METRICS_TOKEN ?? '',

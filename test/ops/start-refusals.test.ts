@@ -3,6 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ROOT, client, secretKey, startServer, tempDataDir } from '../helpers/server.ts';
 import { entryArgs } from '../helpers/build.ts';
 
@@ -51,6 +54,8 @@ test('a second server on a port already in use exits non-zero naming the port; t
 });
 
 test('config mistakes: one line naming the variable and the allowed values, no stack, no JSON pointer', { timeout: 60_000 }, async () => {
+  const badConnectorsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-connectors-')), 'connectors.json');
+  fs.writeFileSync(badConnectorsFile, JSON.stringify([{ name: 'bank', url: 'https://bank.example', secret: 'short', rails: ['payout'] }]));
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ PORT: '' }, /^kobo: config: PORT is set but empty; unset it to use the default \(8080\) or give an integer$/],
     [{ PORT: '70000' }, /^kobo: config: PORT must be an integer from 0 to 65535, got "70000"$/],
@@ -58,6 +63,8 @@ test('config mistakes: one line naming the variable and the allowed values, no s
     [{ KOBO_LOG_LEVEL: 'verbose' }, /^kobo: config: KOBO_LOG_LEVEL must be one of silent, error, warn, info, debug, got "verbose"$/],
     [{ KOBO_DATA_DIR: '' }, /^kobo: config: KOBO_DATA_DIR is set but empty/],
     [{ KOBO_DRAIN_MS: 'soon' }, /^kobo: config: KOBO_DRAIN_MS must be an integer, got "soon"$/],
+    [{ KOBO_CONNECTORS_FILE: path.join(os.tmpdir(), 'kobo-no-such-connectors.json') }, /^kobo: config: KOBO_CONNECTORS_FILE .*kobo-no-such-connectors\.json cannot be read as JSON$/],
+    [{ KOBO_CONNECTORS_FILE: badConnectorsFile }, /^kobo: config: KOBO_CONNECTORS_FILE .*: .*secret/],
   ];
   // Config is checked before anything starts, so the runs are independent: run them side by side.
   const runs = await Promise.all(cases.map(([env]) => runServer({ PORT: '0', ...env })));
