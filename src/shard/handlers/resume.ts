@@ -35,6 +35,9 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
       continue;
     }
     if (payment.method !== 'wallet') continue;
+    // A service order's wallet payment keeps its hold until the purchase ends (posted when delivered,
+    // released when refunded): the order's own step below resumes it, never the wallet rail.
+    if (payment.orderId !== undefined) continue;
     const attempt = state.transactions.get(payment.transactionId)?.attempt;
     if (payment.status === 'processing') {
       effects.push({ afterMs: railLatencyMs, cmd: { k: 'payment.settle', id: payment.id, source: 'rail', attempt, ...base(payment.owner, payment.updatedAtMs) } });
