@@ -16,7 +16,7 @@ import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';
 import { ShardPool } from './shard/pool.ts';
-import { ControlStore, generateSecret } from './store/control-store.ts';
+import { ControlStore, generateSecret, type OperatorAction } from './store/control-store.ts';
 import { Authenticator } from './http/auth.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { IdempotencyIndex } from './http/idempotency.ts';
@@ -99,9 +99,19 @@ function lockDataDir(dataDir: string): () => void {
   return () => fs.rmSync(file, { force: true });
 }
 
+/** How long an online backup may hold cross-shard steps, whatever its CLI asks. */
+const FORWARDS_HOLD_MS_MAX = 30_000;
+
+/** A backup's hold on cross-shard steps (see ForwardGate): the result the CLI waits for. */
+async function forwardsAction(pool: ShardPool, action: OperatorAction): Promise<string> {
+  if (action.kind === 'forwards.release') return pool.releaseForwards(action.target) ? 'ok' : 'NOT_HELD: the hold had already ended';
+  const holdMs = Math.min(Math.max(action.payload.holdMs ?? 0, 1), FORWARDS_HOLD_MS_MAX);
+  return (await pool.holdForwards(action.target, holdMs)) ? 'ok' : 'TIMEOUT: cross-shard steps did not settle in time';
+}
+
 /**
- * Applies operator decisions the CLI queued in control.db (e.g. resolving an order held for manual
- * fulfilment), in order, each as a command to the partition it names; the result is written back.
+ * Applies operator decisions the CLI queued in control.db (resolving an order held for manual
+ * fulfilment, a backup's hold on cross-shard steps), in order; the result is written back.
  */
 function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log): () => void {
   let busy = false;
@@ -110,12 +120,21 @@ function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log):
     busy = true;
     void (async () => {
       for (const action of control.pendingActions()) {
+        if (action.kind !== 'order.resolve') {
+          control.completeAction(action.id, await forwardsAction(pool, action), Date.now());
+          continue;
+        }
         const partition = partitionOfId(action.target);
+        const outcome = action.payload.outcome;
+        if (outcome === undefined) {
+          control.completeAction(action.id, 'VALIDATION: no outcome', Date.now());
+          continue;
+        }
         if (partition < 0 || partition >= PARTITIONS) {
           control.completeAction(action.id, 'NOT_FOUND: not an order id', Date.now());
           continue;
         }
-        const reply = await pool.send({ k: 'order.resolve', id: action.target, outcome: action.payload.outcome, owner: 'system:operator', nowMs: Date.now(), partition });
+        const reply = await pool.send({ k: 'order.resolve', id: action.target, outcome, owner: 'system:operator', nowMs: Date.now(), partition });
         const result = reply.error === undefined ? 'ok' : `${reply.error.code}: ${reply.error.message}`;
         control.completeAction(action.id, result, Date.now());
         log(`operator action ${action.id} (${action.kind} ${action.target} ${action.payload.outcome}): ${result}`);

@@ -13,7 +13,7 @@ import { compressImageSync, decompressImage, snapshotRow } from '../store/snapsh
 import { decodePartition, encodePartition } from '../shard/partition-image.ts';
 import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import { openDatabase } from '../store/shard-store.ts';
-import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
+import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
 import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 
@@ -50,11 +50,56 @@ export interface SnapshotResult {
   compacted: boolean;
 }
 
-export function takeSnapshot(dataDir: string, outFile: string, progress: (m: string) => void = () => {}): SnapshotResult {
+/** How long the backup asks the server to hold cross-shard steps, and how long it waits for the hold. */
+const CUT_HOLD_MS = 10_000;
+const CUT_WAIT_MS = 20_000;
+const CUT_ATTEMPTS_MAX = 3;
+
+/** Queues an operator action and waits for the server's result (null: not applied in time). */
+async function serverAction(control: ControlStore, kind: 'forwards.hold' | 'forwards.release', target: string): Promise<string | null> {
+  const id = control.queueAction({ kind, target, payload: { holdMs: CUT_HOLD_MS } }, Date.now());
+  for (const deadline = Date.now() + CUT_WAIT_MS; Date.now() < deadline; ) {
+    const action = control.action(id);
+    if (action?.doneAtMs != null) return action.result ?? '';
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return null;
+}
+
+/**
+ * Every shard file opened for reading at one cut of a running server. A cross-shard transfer moves in
+ * steps on two shards (debit here, credit there, the answer back here), so files read one after
+ * another could hold a later step without the earlier one: money made or lost in the copy. The server
+ * holds cross-shard steps until each already sent is durable; each file's read transaction then opens
+ * while nothing crosses, and the hold is released. A hold that ended before every file was open (it
+ * overflowed or expired) gives no cut: the stores are closed and the cut is tried again.
+ */
+async function openAtOneCut(dataDir: string, shards: number): Promise<ShardStore[]> {
+  const open = (): ShardStore[] => Array.from({ length: shards }, (_, shard) => new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: true }));
+  if (shards === 1) return open();
+  const control = new ControlStore(dataDir);
+  try {
+    for (let attempt = 1; attempt <= CUT_ATTEMPTS_MAX; attempt += 1) {
+      const hold = `backup-${process.pid}-${Date.now()}-${attempt}`;
+      const held = await serverAction(control, 'forwards.hold', hold);
+      if (held === null) throw new Error('snapshot: the running server did not answer the request to pause cross-shard transfers; is it healthy?');
+      if (held !== 'ok') continue;
+      const stores = open();
+      if ((await serverAction(control, 'forwards.release', hold)) === 'ok') return stores;
+      for (const store of stores) store.close();
+    }
+    throw new Error(`snapshot: no consistent cut across the shards in ${CUT_ATTEMPTS_MAX} attempts (cross-shard transfers kept the hold from settling); try again when traffic is lower`);
+  } finally {
+    control.close();
+  }
+}
+
+export async function takeSnapshot(dataDir: string, outFile: string, progress: (m: string) => void = () => {}): Promise<SnapshotResult> {
   const layout = readLayout(dataDir);
   const online = serverPid(dataDir) !== null;
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} exists; choose another --out`);
+  const cut = online ? await openAtOneCut(dataDir, layout.shards) : null;
   const backup = new Database(outFile);
   backup.exec(`
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,7 +112,7 @@ export function takeSnapshot(dataDir: string, outFile: string, progress: (m: str
   const lsnOf = new Map<number, number>();
   for (let shard = 0; shard < layout.shards; shard += 1) {
     // Offline, the shard's own file also gets the fresh images, so the next start replays less.
-    const store = new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: online });
+    const store = cut?.[shard] ?? new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: false });
     try {
       const recovered = recoverShard(store, { partitions: partitionsOf(shard, layout.shards), readonly: true });
       for (const [partition, state] of recovered.states) {

@@ -151,9 +151,9 @@ program
   .command('snapshot')
   .description('write a backup file of every partition (works while the server runs)')
   .option('--out <file>', 'backup file to write')
-  .action((opts: { out?: string }) => {
+  .action(async (opts: { out?: string }) => {
     const out = opts.out ?? path.join(path.dirname(config.dataDir), 'backups', `kobo-${new Date().toISOString().replace(/[:.]/g, '-')}.kobo`);
-    const result = takeSnapshot(config.dataDir, path.resolve(out), progress);
+    const result = await takeSnapshot(config.dataDir, path.resolve(out), progress);
     process.stdout.write(`snapshot written: ${result.file} (${result.partitions} partitions, ${result.bytes} bytes${result.compacted ? ', shard files compacted' : ''})\n`);
   });
 

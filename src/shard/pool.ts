@@ -7,6 +7,7 @@ import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
+import { ForwardGate } from './forward-gate.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
 import { WAL_SEGMENT_RECORDS } from '../store/wal-segments.ts';
@@ -98,6 +99,8 @@ export class ShardPool {
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
   private readonly pingWaiters = new Map<number, () => void>();
   private nextN = 1;
+  /** Cross-shard steps, held while an online backup takes its cut. */
+  private readonly forwards = new ForwardGate((cmd) => this.send(cmd));
   private outgoing: Array<Array<{ n: number; cmd: Command }>>;
   private outgoingScheduled = false;
   private stopping = false;
@@ -174,13 +177,13 @@ export class ShardPool {
     } else if (message.type === 'outbox') {
       this.options.onOutbox(message.events);
     } else if (message.type === 'forward') {
-      void this.send(message.cmd).then((reply) => {
+      this.forwards.forward(message.cmd, (reply) => {
         const replyTo = message.replyTo;
         if (replyTo === undefined) return;
         const outcome = reply.status < 300 ? 'credited' : 'rejected';
         // A 503 (queue full) is not an answer: the origin re-asks on its next recovery or retry.
         if (reply.status >= 500) return;
-        setTimeout(() => void this.send({ ...replyTo.cmd, outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }), replyTo.delayMs).unref();
+        setTimeout(() => this.forwards.forward({ ...replyTo.cmd, outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }), replyTo.delayMs).unref();
       });
     }
   }
@@ -200,6 +203,19 @@ export class ShardPool {
         setImmediate(() => this.flushOutgoing());
       }
     });
+  }
+
+  /**
+   * An online backup's cut: holds cross-shard steps for at most `holdMs`; true once none is half done
+   * (every one sent before is durable), so the shard files can be read one after another as one moment.
+   */
+  holdForwards(id: string, holdMs: number): Promise<boolean> {
+    return this.forwards.start(id, holdMs);
+  }
+
+  /** Ends the hold; true if it was still in force when released. */
+  releaseForwards(id: string): boolean {
+    return this.forwards.release(id);
   }
 
   /** Where clients reach the server (known once it listens): hosted checkout links are built on it. */

@@ -52,12 +52,18 @@ export const CONTROL_SCHEMA_SQL = `
     created_at_ms INTEGER NOT NULL, done_at_ms INTEGER, result TEXT);
 `;
 
-/** An operator's decision queued by the CLI and applied by the running server (durable, in order). */
+/**
+ * An operator's decision queued by the CLI and applied by the running server (durable, in order):
+ * resolving an order held for manual fulfilment, or holding (and releasing) cross-shard steps while an
+ * online backup takes its cut (`target` names the hold; `holdMs` bounds it).
+ */
+export type OperatorActionKind = 'order.resolve' | 'forwards.hold' | 'forwards.release';
+
 export interface OperatorAction {
   id: string;
-  kind: 'order.resolve';
+  kind: OperatorActionKind;
   target: string;
-  payload: { outcome: 'delivered' | 'failed' };
+  payload: { outcome?: 'delivered' | 'failed'; holdMs?: number };
   createdAtMs: number;
   doneAtMs: number | null;
   result: string | null;
@@ -192,12 +198,12 @@ export class ControlStore {
   }
 
   pendingActions(limit = 100): OperatorAction[] {
-    const rows = this.db.prepare('SELECT * FROM operator_actions WHERE done_at_ms IS NULL ORDER BY id LIMIT ?').all(limit) as Array<{ id: string; kind: 'order.resolve'; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null }>;
+    const rows = this.db.prepare('SELECT * FROM operator_actions WHERE done_at_ms IS NULL ORDER BY id LIMIT ?').all(limit) as Array<{ id: string; kind: OperatorActionKind; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null }>;
     return rows.map((r) => ({ id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result }));
   }
 
   action(id: string): OperatorAction | undefined {
-    const r = this.db.prepare('SELECT * FROM operator_actions WHERE id = ?').get(id) as { id: string; kind: 'order.resolve'; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null } | undefined;
+    const r = this.db.prepare('SELECT * FROM operator_actions WHERE id = ?').get(id) as { id: string; kind: OperatorActionKind; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null } | undefined;
     return r === undefined ? undefined : { id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result };
   }
 
