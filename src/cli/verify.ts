@@ -1,7 +1,8 @@
 // `kobo verify`: checks every WAL record, snapshot and cold-row checksum; that newest snapshot + WAL
 // tail equals a full replay (or, once old records are truncated, the oldest kept snapshot + its longer
-// tail); and the ledger invariants (per-currency debits = credits, no wallet below zero, no open hold
-// on a finished transaction). Runs in the CLI process; opens shard files read-only.
+// tail); the ledger invariants (per-currency debits = credits, no wallet below zero, no open hold on a
+// finished transaction); and that no failed or refunded wallet-paid order kept the customer's money.
+// Runs in the CLI process; opens shard files read-only.
 // Invariant: every violation is reported and makes the command exit non-zero.
 import fs from 'node:fs';
 import { crc32 } from 'node:zlib';
@@ -11,7 +12,8 @@ import { ShardStore, snapshotChecksum, walChecksum } from '../store/shard-store.
 import { recoverShard } from '../shard/recovery.ts';
 import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
-import type { PartitionState } from '../shard/state.ts';
+import { partitionOfId } from '../ids.ts';
+import type { PartitionState, Payment, ServiceOrder, Transaction } from '../shard/state.ts';
 
 export interface VerifyReport {
   shards: number;
@@ -62,6 +64,39 @@ function checkTransactions(state: PartitionState, violations: string[]): void {
     if (txn.holdStatus === 'held' && (txn.holdId === null || !state.ledger.holds.has(txn.holdId))) {
       violations.push(`partition ${state.partition}: transaction ${txn.id} says held but its hold is not open`);
     }
+  }
+}
+
+/**
+ * A wallet-paid service order that failed or was refunded released its hold; a posted one charged the
+ * customer for nothing. (Before 2026-11-25 a restart posted the holds of orders still open, so a data dir
+ * an older version restarted can hold such orders; the ledger balances all the same.)
+ */
+export function orderHoldViolations(
+  orders: Iterable<ServiceOrder>,
+  payments: (id: string) => Payment | undefined,
+  transactions: (id: string) => Transaction | undefined,
+): string[] {
+  const out: string[] = [];
+  for (const order of orders) {
+    if (order.status !== 'failed' && order.status !== 'refunded') continue;
+    if (payments(order.paymentId)?.method !== 'wallet') continue;
+    const paid = transactions(order.paymentTransactionId);
+    if (paid?.holdStatus === 'posted') {
+      out.push(`order ${order.id} is ${order.status} but its wallet payment ${order.paymentTransactionId} was posted: the customer was charged ${order.customerAmountMinor} ${order.currency} for nothing`);
+    }
+  }
+  return out;
+}
+
+/** Every service order of a shard's partitions with the partition that owns it, in the heap or passivated. */
+function* ordersOf(store: ShardStore, states: ReadonlyMap<number, PartitionState>): IterableIterator<{ order: ServiceOrder; state: PartitionState }> {
+  for (const state of states.values()) for (const order of state.orders.values()) yield { order, state };
+  // The ids first: the store's connection cannot read rows while it iterates.
+  for (const id of [...store.coldIds('order')]) {
+    const state = states.get(partitionOfId(id));
+    const order = state === undefined || state.orders.hasHot(id) ? undefined : state.orders.get(id);
+    if (state !== undefined && order !== undefined) yield { order, state };
   }
 }
 
@@ -150,6 +185,9 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
         report.customers += state.customers.size;
         report.transactions += state.transactions.size;
         for (const account of state.ledger.accounts.values()) if (account.kind === 'wallet') report.wallets += 1;
+      }
+      for (const { order, state } of ordersOf(store, recovered.states)) {
+        for (const v of orderHoldViolations([order], (id) => state.payments.get(id), (id) => state.transactions.get(id))) violations.push(`partition ${state.partition}: ${v}`);
       }
       progress(`shard ${shard}: ${counted.wal} WAL records, ${counted.snapshots} snapshots, replay ok`);
     } catch (error) {
