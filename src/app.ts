@@ -101,10 +101,13 @@ function lockDataDir(dataDir: string): () => void {
 
 /** How long an online backup may hold cross-shard steps, whatever its CLI asks. */
 const FORWARDS_HOLD_MS_MAX = 30_000;
+/** A hold asked longer ago than this (say, before a restart) is refused: its backup has given up waiting. */
+const FORWARDS_HOLD_STALE_MS = 20_000;
 
 /** A backup's hold on cross-shard steps (see ForwardGate): the result the CLI waits for. */
 async function forwardsAction(pool: ShardPool, action: OperatorAction): Promise<string> {
   if (action.kind === 'forwards.release') return pool.releaseForwards(action.target) ? 'ok' : 'NOT_HELD: the hold had already ended';
+  if (Date.now() - action.createdAtMs > FORWARDS_HOLD_STALE_MS) return 'STALE: the backup that asked for this hold has given up';
   const holdMs = Math.min(Math.max(action.payload.holdMs ?? 0, 1), FORWARDS_HOLD_MS_MAX);
   return (await pool.holdForwards(action.target, holdMs)) ? 'ok' : 'TIMEOUT: cross-shard steps did not settle in time';
 }

@@ -52,7 +52,8 @@ export interface SnapshotResult {
 
 /** How long the backup asks the server to hold cross-shard steps, and how long it waits for the hold. */
 const CUT_HOLD_MS = 10_000;
-const CUT_WAIT_MS = 20_000;
+/** The server refuses a hold asked longer ago than 20 s (FORWARDS_HOLD_STALE_MS), so this stays below it. */
+const CUT_WAIT_MS = 15_000;
 const CUT_ATTEMPTS_MAX = 3;
 
 /** Queues an operator action and waits for the server's result (null: not applied in time). */

@@ -9,6 +9,7 @@ import { ROOT, client, idem, secretKey, startServer, tempDataDir, uniqueEmail, u
 import { entryArgs } from '../helpers/build.ts';
 import { kobo } from '../helpers/cli.ts';
 import { partitionOfId } from '../../src/ids.ts';
+import { ControlStore } from '../../src/store/control-store.ts';
 
 const key = secretKey();
 const BACKUPS = 3;
@@ -77,4 +78,32 @@ test('online snapshots under cross-shard wallet transfers restore to data dirs t
   }
   const verify = kobo(server.dataDir, 'verify');
   assert.equal(verify.status, 0, verify.stderr);
+});
+
+test('a hold asked long ago (its backup gave up, e.g. across a restart) is refused as stale; a fresh one is granted and released once', { timeout: 60_000 }, async () => {
+  const server = await startServer({ keys: [key], shards: 2 });
+  try {
+    const control = new ControlStore(server.dataDir);
+    try {
+      const result = async (id: string): Promise<string | null> => {
+        for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+          const action = control.action(id);
+          if (action?.doneAtMs != null) return action.result;
+        }
+        return null;
+      };
+      const stale = control.queueAction({ kind: 'forwards.hold', target: 'old-backup', payload: { holdMs: 10_000 } }, Date.now() - 60_000);
+      assert.match((await result(stale)) ?? '', /^STALE/);
+      const fresh = control.queueAction({ kind: 'forwards.hold', target: 'new-backup', payload: { holdMs: 10_000 } }, Date.now());
+      assert.equal(await result(fresh), 'ok');
+      const released = control.queueAction({ kind: 'forwards.release', target: 'new-backup', payload: {} }, Date.now());
+      assert.equal(await result(released), 'ok');
+      const again = control.queueAction({ kind: 'forwards.release', target: 'new-backup', payload: {} }, Date.now());
+      assert.match((await result(again)) ?? '', /^NOT_HELD/);
+    } finally {
+      control.close();
+    }
+  } finally {
+    await server.stop();
+  }
 });
