@@ -56,7 +56,7 @@ function orderOfTransaction(ctx: HandlerContext, txn: Transaction): ServiceOrder
 /**
  * A live collection is submitted to its connector as soon as it is recorded, and the protocol has no
  * way to call it back: a payer could still pay at the provider, and that money would have nowhere to
- * land. So it ends only with the connector's outcome (or its own expiry), never with a cancel.
+ * land. So it ends only with the connector's outcome, never with a cancel.
  */
 function liveCollectionOf(ctx: HandlerContext, txn: Transaction, order: ServiceOrder | undefined): boolean {
   const paymentId = order?.paymentId ?? txn.paymentId;
