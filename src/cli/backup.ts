@@ -4,6 +4,7 @@
 // Snapshot works while the server runs (read transactions); restore refuses while it runs.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
 import fs from 'node:fs';
+import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
@@ -197,54 +198,94 @@ export interface RestoreResult {
   partitions: number;
 }
 
+/** A backup refused before anything moves: its sqlite pages, its partition images and its finished rows. */
+function checkBackup(backup: Database.Database, backupFile: string): { shards: number; rows: PartitionRow[] } {
+  const meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
+  if (meta.get('format') !== 'kobo-backup-1') throw new Error(`restore: ${backupFile} is not a kobo backup`);
+  const integrity = backup.pragma('integrity_check', { simple: true });
+  if (integrity !== 'ok') throw new Error(`restore: ${backupFile} is damaged (sqlite integrity check: ${String(integrity)})`);
+  const rows = backup.prepare('SELECT partition, lsn, body, crc FROM partitions ORDER BY partition').all() as PartitionRow[];
+  for (const row of rows) {
+    if (snapshotChecksum(row.partition, row.lsn, row.body) !== row.crc) throw new Error(`restore: partition ${row.partition} fails its checksum; the backup is damaged`);
+    decodePartition(decompressImage(row.body));
+  }
+  if (backup.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined) {
+    for (const row of backup.prepare('SELECT id, lsn, body, crc FROM cold').iterate() as IterableIterator<{ id: string; lsn: number; body: string; crc: number }>) {
+      if (crc32(row.body) !== row.crc) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
+    }
+  }
+  return { shards: Number(meta.get('shards')), rows };
+}
+
+interface PartitionRow {
+  partition: number;
+  lsn: number;
+  body: Buffer;
+  crc: number;
+}
+
+/** Writes the backup's shards, keys, clocks and webhook tables into `dir` (a fresh staging dir). */
+function writeRestored(dir: string, backup: Database.Database, backupFile: string, checked: { shards: number; rows: PartitionRow[] }, progress: (m: string) => void): void {
+  const { shards, rows } = checked;
+  ensureLayout(dir, shards);
+  for (let shard = 0; shard < shards; shard += 1) {
+    const mine = rows.filter((r) => r.partition % shards === shard);
+    const store = new ShardStore(path.join(dir, shardFile(shard)));
+    const baseLsn = Math.max(0, ...mine.map((r) => r.lsn));
+    store.setMeta('base_lsn', String(baseLsn));
+    for (const row of mine) store.writeSnapshot({ partition: row.partition, lsn: row.lsn, takenAtMs: Date.now(), body: row.body, crc: row.crc });
+    restoreTiers(store, backupFile, shard, shards);
+    store.close();
+    progress(`shard ${shard}: ${mine.length} partitions restored (WAL continues after LSN ${baseLsn})`);
+  }
+  const control = openDatabase(path.join(dir, 'control.db'));
+  control.exec(CONTROL_SCHEMA_SQL);
+  const insertKey = control.prepare('INSERT INTO api_keys VALUES (@id, @hash, @prefix, @account, @env, @scopes, @ip_allow, @customer_id, @status, @created_at_ms, @expires_at_ms, @label)');
+  for (const key of backup.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>) insertKey.run(key);
+  for (const clock of backup.prepare('SELECT owner, offset_ms FROM clocks').all() as Array<{ owner: string; offset_ms: number }>) {
+    control.prepare('INSERT INTO clocks VALUES (?, ?)').run(clock.owner, clock.offset_ms);
+  }
+  control.close();
+  const webhooks = new WebhookStore(dir);
+  webhooks.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
+  for (const table of WEBHOOK_TABLES) {
+    const present = webhooks.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE name = ?").get(`webhook_${table}`);
+    if (present !== undefined) webhooks.db.exec(`INSERT INTO ${table} SELECT * FROM bk.webhook_${table}`);
+  }
+  webhooks.db.exec('DETACH DATABASE bk');
+  webhooks.close();
+}
+
+/**
+ * Replaces the data dir with a backup. The whole backup is checked first, and the new dir is built
+ * beside the old one and swapped in only once complete: a damaged backup or a failure halfway leaves
+ * the data dir as it was, never a partial one a supervisor would start a server on.
+ */
 export function restoreBackup(dataDir: string, backupFile: string, progress: (m: string) => void = () => {}): RestoreResult {
   const pid = serverPid(dataDir);
   if (pid !== null) throw new Error(`restore: the server (pid ${pid}) is using ${dataDir}; stop it first`);
   if (!fs.existsSync(backupFile)) throw new Error(`restore: no backup at ${backupFile}`);
   const backup = new Database(backupFile, { readonly: true, fileMustExist: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const staging = `${dataDir}.restoring-${stamp}`;
   try {
-    const meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
-    if (meta.get('format') !== 'kobo-backup-1') throw new Error(`restore: ${backupFile} is not a kobo backup`);
-    const shards = Number(meta.get('shards'));
-    const rows = backup.prepare('SELECT partition, lsn, body, crc FROM partitions ORDER BY partition').all() as Array<{ partition: number; lsn: number; body: Buffer; crc: number }>;
-    for (const row of rows) {
-      if (snapshotChecksum(row.partition, row.lsn, row.body) !== row.crc) throw new Error(`restore: partition ${row.partition} fails its checksum; the backup is damaged`);
-      decodePartition(decompressImage(row.body)); // must decode before anything is moved aside
+    const checked = checkBackup(backup, backupFile);
+    try {
+      writeRestored(staging, backup, backupFile, checked, progress);
+    } catch (error) {
+      fs.rmSync(staging, { recursive: true, force: true });
+      throw error;
     }
     let previous: string | null = null;
     if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
-      previous = `${dataDir}.pre-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      previous = `${dataDir}.pre-restore-${stamp}`;
       fs.renameSync(dataDir, previous);
       progress(`moved the current data dir aside to ${previous}`);
+    } else if (fs.existsSync(dataDir)) {
+      fs.rmdirSync(dataDir);
     }
-    ensureLayout(dataDir, shards);
-    for (let shard = 0; shard < shards; shard += 1) {
-      const mine = rows.filter((r) => r.partition % shards === shard);
-      const store = new ShardStore(path.join(dataDir, shardFile(shard)));
-      const baseLsn = Math.max(0, ...mine.map((r) => r.lsn));
-      store.setMeta('base_lsn', String(baseLsn));
-      for (const row of mine) store.writeSnapshot({ partition: row.partition, lsn: row.lsn, takenAtMs: Date.now(), body: row.body, crc: row.crc });
-      restoreTiers(store, backupFile, shard, shards);
-      store.close();
-      progress(`shard ${shard}: ${mine.length} partitions restored (WAL continues after LSN ${baseLsn})`);
-    }
-    const control = openDatabase(path.join(dataDir, 'control.db'));
-    control.exec(CONTROL_SCHEMA_SQL);
-    const insertKey = control.prepare('INSERT INTO api_keys VALUES (@id, @hash, @prefix, @account, @env, @scopes, @ip_allow, @customer_id, @status, @created_at_ms, @expires_at_ms, @label)');
-    for (const key of backup.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>) insertKey.run(key);
-    for (const clock of backup.prepare('SELECT owner, offset_ms FROM clocks').all() as Array<{ owner: string; offset_ms: number }>) {
-      control.prepare('INSERT INTO clocks VALUES (?, ?)').run(clock.owner, clock.offset_ms);
-    }
-    control.close();
-    const webhooks = new WebhookStore(dataDir);
-    webhooks.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
-    for (const table of WEBHOOK_TABLES) {
-      const present = webhooks.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE name = ?").get(`webhook_${table}`);
-      if (present !== undefined) webhooks.db.exec(`INSERT INTO ${table} SELECT * FROM bk.webhook_${table}`);
-    }
-    webhooks.db.exec('DETACH DATABASE bk');
-    webhooks.close();
-    return { dataDir, previous, partitions: rows.length };
+    fs.renameSync(staging, dataDir);
+    return { dataDir, previous, partitions: checked.rows.length };
   } finally {
     backup.close();
   }

@@ -140,6 +140,45 @@ test('ops: kobo snapshot while running, restore into a fresh dir → same state,
   assert.equal(verify.status, 0, verify.stderr);
 });
 
+test('ops: a damaged backup (a finished row altered, a page overwritten) → restore refuses; the data dir is untouched and nothing half-built is left', { timeout: 90_000 }, async () => {
+  const server = await startServer({ keys });
+  const made = await seed(server.baseUrl, 3);
+  const api = client(server.baseUrl, key);
+  const pay = await api('POST', '/v1/payments', { idempotencyKey: idem('p'), body: { customer_id: made[0]!.id, amount_minor: 250_000, currency: 'KES', method: 'bank_transfer' } });
+  assert.equal((await api('POST', `/v1/test_helpers/payments/${pay.body.data.id}/settle`)).status, 200);
+  await server.stop();
+  const dir = tempDataDir('damaged');
+  const good = path.join(dir, 'good.kobo');
+  assert.equal(kobo(server.dataDir, 'snapshot', '--out', good).status, 0);
+  const fingerprint = (): string => fs.readdirSync(server.dataDir).sort().map((f) => `${f}:${fs.statSync(path.join(server.dataDir, f)).size}:${fs.statSync(path.join(server.dataDir, f)).mtimeMs}`).join('|');
+  const before = fingerprint();
+
+  const altered = path.join(dir, 'altered.kobo');
+  fs.copyFileSync(good, altered);
+  const db = new Database(altered);
+  assert.ok((db.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n > 0, 'the backup holds finished entities');
+  db.prepare(`UPDATE cold SET body = replace(body, '"status"', '"statuz"') WHERE (kind, id, lsn) = (SELECT kind, id, lsn FROM cold WHERE body LIKE '%"status"%' LIMIT 1)`).run();
+  const page = (db.prepare("SELECT pageno FROM dbstat WHERE name = 'api_keys' AND pagetype = 'leaf' LIMIT 1").get() as { pageno: number }).pageno;
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  db.close();
+  const overwritten = path.join(dir, 'overwritten.kobo');
+  fs.copyFileSync(good, overwritten);
+  const fd = fs.openSync(overwritten, 'r+');
+  fs.writeSync(fd, Buffer.alloc(16, 0xa5), 0, 16, (page - 1) * pageSize);
+  fs.closeSync(fd);
+
+  for (const [file, why] of [[altered, /fails its checksum/], [overwritten, /damaged|malformed/]] as const) {
+    const refused = kobo(server.dataDir, 'restore', file);
+    assert.notEqual(refused.status, 0, `${path.basename(file)} restored:\n${refused.stdout}`);
+    assert.match(refused.stderr, why);
+    assert.equal(fingerprint(), before, 'the data dir is as it was');
+    const siblings = fs.readdirSync(path.dirname(server.dataDir)).filter((f) => f.startsWith(`${path.basename(server.dataDir)}.`));
+    assert.deepEqual(siblings, [], 'nothing moved aside, nothing half-built');
+  }
+  const verify = kobo(server.dataDir, 'verify');
+  assert.equal(verify.status, 0, verify.stderr);
+});
+
 test('start: KOBO_SHARDS differs from the data dir layout → refuses with a clear message', { timeout: 30_000 }, async () => {
   const server = await startServer({ keys, shards: 2 });
   await server.stop();
