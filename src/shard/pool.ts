@@ -5,6 +5,7 @@
 // Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { EventEmitter } from 'node:events';
+import { inspect } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
 import { ForwardGate } from './forward-gate.ts';
@@ -142,7 +143,8 @@ export class ShardPool {
           });
           worker.on('error', (error) => {
             reject(error);
-            if (!this.stopping) this.options.onFatal(`shard ${shard} failed: ${error.stack ?? error.message}`);
+            // What crosses the thread boundary may have lost its stack and message: show whatever it kept.
+            if (!this.stopping) this.options.onFatal(`shard ${shard} failed: ${error.stack ?? error.message ?? inspect(error)}`);
           });
           worker.on('exit', (code) => {
             if (!this.stopping) this.options.onFatal(`shard ${shard} exited with code ${code}`);

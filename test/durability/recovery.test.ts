@@ -179,6 +179,26 @@ test('ops: a damaged backup (a finished row altered, a page overwritten) → res
   assert.equal(verify.status, 0, verify.stderr);
 });
 
+test('ops: verify reads every table: an overwritten page of the idempotency records (no checksum of their own) is a violation, exit non-zero', { timeout: 90_000 }, async () => {
+  const server = await startServer({ keys, shards: 1 });
+  await seed(server.baseUrl, 40);
+  await server.stop();
+  assert.equal(kobo(server.dataDir, 'verify').status, 0, 'clean before');
+  const file = path.join(server.dataDir, 'shard-0.db');
+  const db = new Database(file, { readonly: true });
+  const page = (db.prepare("SELECT pageno FROM dbstat WHERE name = 'idem_log' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1").get() as { pageno: number } | undefined)?.pageno;
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  db.close();
+  assert.ok(page !== undefined, 'the idempotency records have a leaf page');
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, Buffer.alloc(64, 0x5a), 0, 64, (page - 1) * pageSize + pageSize - 200);
+  fs.writeSync(fd, Buffer.alloc(8, 0xff), 0, 8, (page - 1) * pageSize);
+  fs.closeSync(fd);
+  const verify = kobo(server.dataDir, 'verify');
+  assert.notEqual(verify.status, 0, `verify passed a damaged idempotency page:\n${verify.stdout}`);
+  assert.doesNotMatch(verify.stderr, /\n\s+at /, 'a report, not a stack trace');
+});
+
 test('start: KOBO_SHARDS differs from the data dir layout → refuses with a clear message', { timeout: 30_000 }, async () => {
   const server = await startServer({ keys, shards: 2 });
   await server.stop();
