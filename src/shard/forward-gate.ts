@@ -3,7 +3,7 @@
 // An online backup reads the shard files one by one, so it needs a moment when no forward is half
 // done: while a hold lasts, new forwards wait here, and a hold is granted once every forward already
 // sent has been answered (its shard answers only once the step is durable).
-// Invariant: a held forward is sent exactly once, when its hold ends (released, expired or overflowed).
+// Invariant: a held forward is sent exactly once, when the last hold ends (released, expired or overflowed).
 import type { Command } from './protocol.ts';
 import type { StoredReply } from './state.ts';
 
@@ -12,17 +12,18 @@ export const HELD_FORWARDS_MAX = 100_000;
 
 export class ForwardGate {
   private readonly held: Array<() => void> = [];
-  private hold: { id: string; timer: ReturnType<typeof setTimeout> } | null = null;
+  /** Holds in force, by id, each with the timer that ends it. Two backups at once share the pause. */
+  private readonly holds = new Map<string, ReturnType<typeof setTimeout>>();
   private inFlight = 0;
   private readonly drained: Array<() => void> = [];
 
   constructor(private readonly send: (cmd: Command) => Promise<StoredReply>) {}
 
-  /** Sends `cmd` to its shard now (or when the hold ends); `then` sees the durable reply. */
+  /** Sends `cmd` to its shard now (or when the last hold ends); `then` sees the durable reply. */
   forward(cmd: Command, then: (reply: StoredReply) => void = () => {}): void {
-    if (this.hold !== null) {
+    if (this.holds.size > 0) {
       this.held.push(() => this.forward(cmd, then));
-      if (this.held.length > HELD_FORWARDS_MAX) this.end();
+      if (this.held.length > HELD_FORWARDS_MAX) this.endAll();
       return;
     }
     this.inFlight += 1;
@@ -35,36 +36,42 @@ export class ForwardGate {
 
   /**
    * Holds new forwards for at most `holdMs` under `id`; true once every forward sent before is durable,
-   * false (and the hold ended) if that took longer than `holdMs`.
+   * false (and this hold ended) if that took longer than `holdMs`.
    */
   async start(id: string, holdMs: number): Promise<boolean> {
-    this.end();
-    this.hold = { id, timer: setTimeout(() => this.end(), holdMs) };
-    this.hold.timer.unref();
+    this.end(id);
+    const timer = setTimeout(() => this.end(id), holdMs);
+    timer.unref();
+    this.holds.set(id, timer);
     if (this.inFlight === 0) return true;
     const drained = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), holdMs);
-      timer.unref();
+      const wait = setTimeout(() => resolve(false), holdMs);
+      wait.unref();
       this.drained.push(() => {
-        clearTimeout(timer);
+        clearTimeout(wait);
         resolve(true);
       });
     });
-    if (!drained && this.hold?.id === id) this.end();
-    return drained && this.hold?.id === id;
+    if (!drained) this.end(id);
+    return drained && this.holds.has(id);
   }
 
   /** Ends hold `id`; true if it was still in force (so every read made under it saw one cut). */
   release(id: string): boolean {
-    const current = this.hold?.id === id;
-    if (current) this.end();
+    const current = this.holds.has(id);
+    this.end(id);
     return current;
   }
 
-  private end(): void {
-    if (this.hold === null) return;
-    clearTimeout(this.hold.timer);
-    this.hold = null;
-    for (const resume of this.held.splice(0)) resume();
+  private end(id: string): void {
+    const timer = this.holds.get(id);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.holds.delete(id);
+    if (this.holds.size === 0) for (const resume of this.held.splice(0)) resume();
+  }
+
+  private endAll(): void {
+    for (const id of [...this.holds.keys()]) this.end(id);
   }
 }

@@ -42,6 +42,18 @@ describe('ForwardGate', () => {
     assert.equal(gate.release('h1'), false, 'a hold ends once');
   });
 
+  it('two holds at once (two backups): both granted, forwards wait until the second is released, and neither ends the other', async () => {
+    const s = shard();
+    const gate = new ForwardGate(s.send);
+    assert.equal(await gate.start('a', 5_000), true);
+    assert.equal(await gate.start('b', 5_000), true);
+    gate.forward(cmd(7));
+    assert.equal(gate.release('a'), true);
+    assert.equal(s.sent.length, 0, 'hold b still in force');
+    assert.equal(gate.release('b'), true);
+    assert.equal(s.sent.length, 1);
+  });
+
   it('hold: expires after its time (release then says it had ended) and sends what it held', async () => {
     const s = shard();
     const gate = new ForwardGate(s.send);
