@@ -6,17 +6,23 @@ import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 
+/** An NG customer whose wallet a settled bank transfer of NGN 10,000.00 funded. */
+async function fundedCustomer(api: ReturnType<typeof client>, name: string, phone: string): Promise<{ customerId: string; walletId: string; balance: number }> {
+  const c = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name, email: uniqueEmail(), phone, country_code: 'NG' } });
+  assert.equal(c.status, 201, JSON.stringify(c.body));
+  const customerId = c.body.data.id as string;
+  const walletId = c.body.data.wallets[0].id as string;
+  const p = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: customerId, amount_minor: 1_000_000, currency: 'NGN', method: 'bank_transfer' } });
+  assert.equal((await api('POST', `/v1/test_helpers/payments/${p.body.data.id}/settle`)).status, 200);
+  return { customerId, walletId, balance: (await api('GET', `/v1/wallets/${walletId}`)).body.data.balance_minor as number };
+}
+
 test('crash: kill -9 during fulfilment → same purchase completed after restart, no double debit', { timeout: 90_000 }, async () => {
   const key = secretKey();
   const keys = [`${key}@orders-crash`];
   let server: TestServer = await startServer({ keys, env: { KOBO_RAIL_LATENCY_MS: '1500' } });
   let api = client(server.baseUrl, key);
-  const c = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Restart', email: uniqueEmail(), phone: '+2348031112233', country_code: 'NG' } });
-  const customerId = c.body.data.id as string;
-  const walletId = c.body.data.wallets[0].id as string;
-  const p = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: customerId, amount_minor: 1_000_000, currency: 'NGN', method: 'bank_transfer' } });
-  assert.equal((await api('POST', `/v1/test_helpers/payments/${p.body.data.id}/settle`)).status, 200);
-  const balance = (await api('GET', `/v1/wallets/${walletId}`)).body.data.balance_minor as number;
+  const { customerId, walletId, balance } = await fundedCustomer(api, 'Restart', '+2348031112233');
   const orderKey = idem('order');
   const body = { customer_id: customerId, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 40_000, currency: 'NGN', payment_method: 'wallet', phone: '+2348037654321' };
   const created = await api('POST', '/v1/services/orders', { idempotencyKey: orderKey, body });
@@ -66,12 +72,7 @@ test('restart with wallet-paid orders held (manual_fulfilment …0004, unknown �
   const env = { KOBO_RAIL_LATENCY_MS: '100' };
   let server: TestServer = await startServer({ keys, env });
   let api = client(server.baseUrl, key);
-  const c = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Held', email: uniqueEmail(), phone: '+2348031112244', country_code: 'NG' } });
-  const customerId = c.body.data.id as string;
-  const walletId = c.body.data.wallets[0].id as string;
-  const p = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: customerId, amount_minor: 1_000_000, currency: 'NGN', method: 'bank_transfer' } });
-  assert.equal((await api('POST', `/v1/test_helpers/payments/${p.body.data.id}/settle`)).status, 200);
-  const balance = (await api('GET', `/v1/wallets/${walletId}`)).body.data.balance_minor as number;
+  const { customerId, walletId, balance } = await fundedCustomer(api, 'Held', '+2348031112244');
   const place = async (phone: string) => {
     const created = await api('POST', '/v1/services/orders', { idempotencyKey: idem('order'), body: { customer_id: customerId, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 40_000, currency: 'NGN', payment_method: 'wallet', phone } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
