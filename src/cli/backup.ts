@@ -4,7 +4,6 @@
 // Snapshot works while the server runs (read transactions); restore refuses while it runs.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
 import fs from 'node:fs';
-import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
@@ -16,6 +15,7 @@ import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layo
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
 import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
+import { damagedColdRows } from '../store/cold-table.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 
 const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
@@ -60,12 +60,8 @@ const CUT_ATTEMPTS_MAX = 3;
 /** Queues an operator action and waits for the server's result (null: not applied in time). */
 async function serverAction(control: ControlStore, kind: 'forwards.hold' | 'forwards.release', target: string): Promise<string | null> {
   const id = control.queueAction({ kind, target, payload: { holdMs: CUT_HOLD_MS } }, Date.now());
-  for (const deadline = Date.now() + CUT_WAIT_MS; Date.now() < deadline; ) {
-    const action = control.action(id);
-    if (action?.doneAtMs != null) return action.result ?? '';
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return null;
+  const applied = await control.appliedAction(id, CUT_WAIT_MS);
+  return applied === undefined ? null : (applied.result ?? '');
 }
 
 /**
@@ -209,11 +205,7 @@ function checkBackup(backup: Database.Database, backupFile: string): { shards: n
     if (snapshotChecksum(row.partition, row.lsn, row.body) !== row.crc) throw new Error(`restore: partition ${row.partition} fails its checksum; the backup is damaged`);
     decodePartition(decompressImage(row.body));
   }
-  if (backup.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined) {
-    for (const row of backup.prepare('SELECT id, lsn, body, crc FROM cold').iterate() as IterableIterator<{ id: string; lsn: number; body: string; crc: number }>) {
-      if (crc32(row.body) !== row.crc) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
-    }
-  }
+  for (const row of damagedColdRows(backup)) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
   return { shards: Number(meta.get('shards')), rows };
 }
 

@@ -132,19 +132,14 @@ orders
     const control = new ControlStore(config.dataDir);
     const id = control.queueAction({ kind: 'order.resolve', target: orderId, payload: { outcome: opts.outcome } }, Date.now());
     process.stdout.write(`queued ${id}: resolve ${orderId} as ${opts.outcome}\n`);
-    const deadline = Date.now() + 15_000;
-    while (opts.wait && Date.now() < deadline) {
-      const action = control.action(id);
-      if (action?.doneAtMs != null) {
-        control.close();
-        if (action.result !== 'ok') throw new Error(`the server refused: ${action.result ?? ''}`);
-        process.stdout.write('applied\n');
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const action = opts.wait ? await control.appliedAction(id, 15_000, 100) : undefined;
     control.close();
-    if (opts.wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
+    if (action === undefined) {
+      if (opts.wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
+      return;
+    }
+    if (action.result !== 'ok') throw new Error(`the server refused: ${action.result ?? ''}`);
+    process.stdout.write('applied\n');
   });
 
 program

@@ -6,10 +6,10 @@
 // Runs in the CLI process; opens shard files read-only.
 // Invariant: every violation is reported and makes the command exit non-zero.
 import fs from 'node:fs';
-import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import { addTotals, ledgerViolations, type CurrencyTotals } from '../ledger/ledger.ts';
 import { ShardStore, snapshotChecksum, walChecksum } from '../store/shard-store.ts';
+import { damagedColdRows } from '../store/cold-table.ts';
 import { recoverShard } from '../shard/recovery.ts';
 import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
@@ -42,12 +42,7 @@ function checkChecksums(store: ShardStore, shard: number, violations: string[], 
     if (walChecksum(row.lsn, row.partition, row.body) !== row.crc) violations.push(`shard ${shard}: WAL record ${row.lsn} fails its checksum`);
     if (wal % 50_000 === 0) progress(wal);
   }
-  const cold = store.db.prepare('SELECT kind, id, lsn, body, crc FROM cold').iterate() as IterableIterator<{ kind: number; id: string; lsn: number; body: string; crc: number }>;
-  try {
-    for (const row of cold) if (crc32(row.body) !== row.crc) violations.push(`shard ${shard}: cold row ${row.id} (kind ${row.kind}, LSN ${row.lsn}) fails its checksum`);
-  } catch (error) {
-    if (!/no such table/.test((error as Error).message)) throw error;
-  }
+  for (const row of damagedColdRows(store.db)) violations.push(`shard ${shard}: cold row ${row.id} (kind ${row.kind}, LSN ${row.lsn}) fails its checksum`);
   let snapshots = 0;
   const rows = store.db.prepare('SELECT partition, lsn, body, crc FROM snapshots').iterate() as IterableIterator<{ partition: number; lsn: number; body: Buffer; crc: number }>;
   for (const row of rows) {
@@ -77,21 +72,10 @@ function checkTransactions(state: PartitionState, violations: string[]): void {
  * customer for nothing. (Before 2026-11-25 a restart posted the holds of orders still open, so a data dir
  * an older version restarted can hold such orders; the ledger balances all the same.)
  */
-export function orderHoldViolations(
-  orders: Iterable<ServiceOrder>,
-  payments: (id: string) => Payment | undefined,
-  transactions: (id: string) => Transaction | undefined,
-): string[] {
-  const out: string[] = [];
-  for (const order of orders) {
-    if (order.status !== 'failed' && order.status !== 'refunded') continue;
-    if (payments(order.paymentId)?.method !== 'wallet') continue;
-    const paid = transactions(order.paymentTransactionId);
-    if (paid?.holdStatus === 'posted') {
-      out.push(`order ${order.id} is ${order.status} but its wallet payment ${order.paymentTransactionId} was posted: the customer was charged ${order.customerAmountMinor} ${order.currency} for nothing`);
-    }
-  }
-  return out;
+export function orderHoldViolation(order: ServiceOrder, payment: Payment | undefined, paid: Transaction | undefined): string | null {
+  if (order.status !== 'failed' && order.status !== 'refunded') return null;
+  if (payment?.method !== 'wallet' || paid?.holdStatus !== 'posted') return null;
+  return `order ${order.id} is ${order.status} but its wallet payment ${order.paymentTransactionId} was posted: the customer was charged ${order.customerAmountMinor} ${order.currency} for nothing`;
 }
 
 /** Every service order of a shard's partitions with the partition that owns it, in the heap or passivated. */
@@ -192,7 +176,8 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
         for (const account of state.ledger.accounts.values()) if (account.kind === 'wallet') report.wallets += 1;
       }
       for (const { order, state } of ordersOf(store, recovered.states)) {
-        for (const v of orderHoldViolations([order], (id) => state.payments.get(id), (id) => state.transactions.get(id))) violations.push(`partition ${state.partition}: ${v}`);
+        const v = orderHoldViolation(order, state.payments.get(order.paymentId), state.transactions.get(order.paymentTransactionId));
+        if (v !== null) violations.push(`partition ${state.partition}: ${v}`);
       }
       progress(`shard ${shard}: ${counted.wal} WAL records, ${counted.snapshots} snapshots, replay ok`);
     } catch (error) {

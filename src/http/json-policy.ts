@@ -23,11 +23,14 @@ const MINUS = 0x2d;
 const DOT = 0x2e;
 const DIGIT_0 = 0x30;
 const DIGIT_9 = 0x39;
+const PLUS = 0x2b;
+const LOWER_E = 0x65;
+const UPPER_E = 0x45;
 /** How much of a key an error message repeats. */
 const KEY_SHOWN_BYTES_MAX = 64;
 
 function isNumberByte(byte: number): boolean {
-  return (byte >= DIGIT_0 && byte <= DIGIT_9) || byte === MINUS || byte === DOT || byte === 0x2b || byte === 0x65 || byte === 0x45;
+  return (byte >= DIGIT_0 && byte <= DIGIT_9) || byte === MINUS || byte === DOT || byte === PLUS || byte === LOWER_E || byte === UPPER_E;
 }
 
 /**
@@ -73,7 +76,7 @@ export function jsonShapeRejection(raw: Uint8Array, policy: JsonPolicy): Rejecti
       // A number starts with a minus or a digit (the `e` of `true` or `false` does not start one).
       let j = i;
       let integral = true;
-      for (; j < raw.length && isNumberByte(raw[j]!); j += 1) if (raw[j]! === DOT || raw[j]! === 0x65 || raw[j]! === 0x45) integral = false;
+      for (; j < raw.length && isNumberByte(raw[j]!); j += 1) if (raw[j]! === DOT || raw[j]! === LOWER_E || raw[j]! === UPPER_E) integral = false;
       if (!integral) {
         const key = new TextDecoder().decode(raw.subarray(keyStart, Math.min(Math.max(keyStart, keyEnd), keyStart + KEY_SHOWN_BYTES_MAX)));
         return reject('VALIDATION', `${key} must be an integer written without a fraction or an exponent (20000, not 20000.0 or 2e4).`);

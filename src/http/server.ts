@@ -172,8 +172,7 @@ export class HttpServer {
     }
     const declared = Number(req.getHeader('content-length') || '0');
     if (declared > this.deps.bodyBytesMax) {
-      const refusal = this.refuseOversized(incoming);
-      this.send(res, incoming, refusal.reply, refusal.rate, true);
+      this.refuseOversized(res, incoming);
       return;
     }
     const chunks: Buffer[] = [];
@@ -185,8 +184,7 @@ export class HttpServer {
       if (received > this.deps.bodyBytesMax) {
         // uWS sets no body limit of its own: refuse as soon as the bound is crossed, and close.
         refused = true;
-        const refusal = this.refuseOversized(incoming);
-        this.send(res, incoming, refusal.reply, refusal.rate, true);
+        this.refuseOversized(res, incoming);
         return;
       }
       chunks.push(Buffer.from(chunk.slice(0)));
@@ -200,13 +198,14 @@ export class HttpServer {
     return incoming.ip;
   }
 
-  /** An oversized body to a keyed route: 401 without a valid key (as a missing key always is), else 413. */
-  private refuseOversized(incoming: Incoming): Outcome {
+  /** Answers an oversized body and closes: 401 to a keyed route without a valid key (as a missing key always is), else 413. */
+  private refuseOversized(res: HttpResponse, incoming: Incoming): void {
     const tooLarge = this.errorReply(reject('PAYLOAD_TOO_LARGE', `The body is larger than ${this.deps.bodyBytesMax} bytes.`));
     const match = this.deps.router.match(incoming.method, incoming.path);
-    if (match.kind !== 'found' || match.route.auth !== 'key') return { reply: tooLarge, rate: this.rateOfRefused(incoming) };
-    const authenticated = this.authenticate(incoming, match.route.method !== 'GET', Date.now());
-    return 'reply' in authenticated ? authenticated : { reply: tooLarge, rate: authenticated.rate };
+    const authenticated = match.kind === 'found' && match.route.auth === 'key' ? this.authenticate(incoming, match.route.method !== 'GET', Date.now()) : null;
+    if (authenticated === null) this.send(res, incoming, tooLarge, this.rateOfRefused(incoming), true);
+    else if ('reply' in authenticated) this.send(res, incoming, authenticated.reply, authenticated.rate, true);
+    else this.send(res, incoming, tooLarge, authenticated.rate, true);
   }
 
   /** The key of a request to a keyed route and its rate decision, or the 401 (429 for an IP guessing keys). */

@@ -114,7 +114,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   function onOwnersClock(cmd: Command): Command {
     if (cmd.k !== 'payment.checkout') return cmd;
     const owner = states.get(cmd.partition)?.payments.get(cmd.id)?.owner;
-    return owner === undefined ? cmd : { ...cmd, nowMs: Math.max(cmd.nowMs, Date.now() + (clockOffsets.get(owner) ?? 0)) };
+    return owner === undefined ? cmd : { ...cmd, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(owner)) };
   }
 
   function runEffect(effect: Effect): void {

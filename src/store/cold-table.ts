@@ -38,6 +38,17 @@ export function kindCode(kind: EntityKind): number {
   return KIND_CODE.get(kind)!;
 }
 
+/**
+ * Finished-entity rows whose body no longer matches its checksum, in a shard file or a backup (both
+ * keep the table as `cold` with these columns); none when the file has no such table.
+ */
+export function* damagedColdRows(db: Database.Database): IterableIterator<{ kind: number; id: string; lsn: number }> {
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() === undefined) return;
+  for (const row of db.prepare('SELECT kind, id, lsn, body, crc FROM cold').iterate() as IterableIterator<{ kind: number; id: string; lsn: number; body: string; crc: number }>) {
+    if (crc32(row.body) !== row.crc) yield { kind: row.kind, id: row.id, lsn: row.lsn };
+  }
+}
+
 export class ColdTable {
   private readonly statements: Statements;
 

@@ -52,13 +52,13 @@ export const CONTROL_SCHEMA_SQL = `
     created_at_ms INTEGER NOT NULL, done_at_ms INTEGER, result TEXT);
 `;
 
+export type OperatorActionKind = 'order.resolve' | 'forwards.hold' | 'forwards.release';
+
 /**
  * An operator's decision queued by the CLI and applied by the running server (durable, in order):
  * resolving an order held for manual fulfilment, or holding (and releasing) cross-shard steps while an
  * online backup takes its cut (`target` names the hold; `holdMs` bounds it).
  */
-export type OperatorActionKind = 'order.resolve' | 'forwards.hold' | 'forwards.release';
-
 export interface OperatorAction {
   id: string;
   kind: OperatorActionKind;
@@ -67,6 +67,20 @@ export interface OperatorAction {
   createdAtMs: number;
   doneAtMs: number | null;
   result: string | null;
+}
+
+interface ActionRow {
+  id: string;
+  kind: OperatorActionKind;
+  target: string;
+  payload: string;
+  created_at_ms: number;
+  done_at_ms: number | null;
+  result: string | null;
+}
+
+function actionOf(r: ActionRow): OperatorAction {
+  return { id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result };
 }
 
 export function hashKey(secret: string): string {
@@ -198,13 +212,21 @@ export class ControlStore {
   }
 
   pendingActions(limit = 100): OperatorAction[] {
-    const rows = this.db.prepare('SELECT * FROM operator_actions WHERE done_at_ms IS NULL ORDER BY id LIMIT ?').all(limit) as Array<{ id: string; kind: OperatorActionKind; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null }>;
-    return rows.map((r) => ({ id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result }));
+    return (this.db.prepare('SELECT * FROM operator_actions WHERE done_at_ms IS NULL ORDER BY id LIMIT ?').all(limit) as ActionRow[]).map(actionOf);
   }
 
   action(id: string): OperatorAction | undefined {
-    const r = this.db.prepare('SELECT * FROM operator_actions WHERE id = ?').get(id) as { id: string; kind: OperatorActionKind; target: string; payload: string; created_at_ms: number; done_at_ms: number | null; result: string | null } | undefined;
-    return r === undefined ? undefined : { id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result };
+    const row = this.db.prepare('SELECT * FROM operator_actions WHERE id = ?').get(id) as ActionRow | undefined;
+    return row === undefined ? undefined : actionOf(row);
+  }
+
+  /** The action once the server has applied it, or undefined if it has not within `timeoutMs`. */
+  async appliedAction(id: string, timeoutMs: number, pollMs = 50): Promise<OperatorAction | undefined> {
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, pollMs))) {
+      const action = this.action(id);
+      if (action?.doneAtMs != null) return action;
+    }
+    return undefined;
   }
 
   completeAction(id: string, result: string, nowMs: number): void {

@@ -4,7 +4,7 @@
 // test/durability/order-restart.test.ts.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { orderHoldViolations } from '../../src/cli/verify.ts';
+import { orderHoldViolation } from '../../src/cli/verify.ts';
 import type { Payment, ServiceOrder, Transaction } from '../../src/shard/state.ts';
 
 const order = (id: string, status: string, method: string, holdStatus: string) => ({
@@ -13,7 +13,7 @@ const order = (id: string, status: string, method: string, holdStatus: string) =
   txn: { id: `t-${id}`, holdStatus } as unknown as Transaction,
 });
 
-describe('orderHoldViolations', () => {
+describe('orderHoldViolation', () => {
   it('refunded or failed + wallet + posted → one violation each, naming the order and the amount; everything else → none', () => {
     const cases = [
       order('o1', 'refunded', 'wallet', 'posted'),
@@ -23,11 +23,7 @@ describe('orderHoldViolations', () => {
       order('o5', 'completed', 'wallet', 'posted'),
       order('o6', 'manual_fulfilment', 'wallet', 'held'),
     ];
-    const violations = orderHoldViolations(
-      cases.map((c) => c.order),
-      (id) => cases.find((c) => c.payment.id === id)?.payment,
-      (id) => cases.find((c) => c.txn.id === id)?.txn,
-    );
+    const violations = cases.map((c) => orderHoldViolation(c.order, c.payment, c.txn)).filter((v) => v !== null);
     assert.equal(violations.length, 2, violations.join('\n'));
     assert.match(violations[0]!, /^order o1 is refunded but its wallet payment t-o1 was posted: the customer was charged 10500 NGN/);
     assert.match(violations[1]!, /^order o2 is failed/);
