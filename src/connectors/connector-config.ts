@@ -4,6 +4,9 @@
 import fs from 'node:fs';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
+import { findCountry } from '../catalogue/countries.ts';
+import { isCurrencyCode } from '../catalogue/currencies.ts';
+import { SERVICE_CODES } from '../catalogue/services-data.ts';
 
 const RailName = Type.Union([Type.Literal('collection'), Type.Literal('payout'), Type.Literal('resolve'), Type.Literal('fulfilment'), Type.Literal('fx')]);
 const Codes = Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { maxItems: 256 });
@@ -27,6 +30,26 @@ const checkFile = Compile(FileSchema);
 
 export const CONNECTOR_TIMEOUT_MS_DEFAULT = 10_000;
 
+/** Collection methods a connector can take payments by, and payout types it can pay out to. */
+const CONNECTOR_METHODS: readonly string[] = ['card', 'bank_transfer', 'mobile_money', 'virtual_account', 'bank_account'];
+
+// A misspelt code (`NGN` under countries, `banktransfer`) would otherwise make a connector silently
+// cover nothing: the operator would see live methods "unavailable" with no hint why.
+const CODE_CHECKS = {
+  methods: { known: (code: string) => CONNECTOR_METHODS.includes(code), what: `a method (${CONNECTOR_METHODS.join(', ')})` },
+  countries: { known: (code: string) => findCountry(code) !== undefined, what: 'the ISO 3166 alpha-2 code of a country in the reference data' },
+  currencies: { known: isCurrencyCode, what: 'an ISO 4217 currency code' },
+  services: { known: (code: string) => (SERVICE_CODES as readonly string[]).includes(code), what: `a service code (${SERVICE_CODES.join(', ')})` },
+} as const;
+
+function unknownCodeOf(c: ConnectorConfig): string | undefined {
+  for (const [field, check] of Object.entries(CODE_CHECKS)) {
+    const bad = (c[field as keyof typeof CODE_CHECKS] ?? []).find((code) => !check.known(code));
+    if (bad !== undefined) return `connector ${c.name}: ${field} has "${bad}", which is not ${check.what}`;
+  }
+  return undefined;
+}
+
 export function loadConnectorsFile(file: string): ConnectorConfig[] {
   if (file === '') return [];
   let parsed: unknown;
@@ -43,6 +66,8 @@ export function loadConnectorsFile(file: string): ConnectorConfig[] {
   for (const c of parsed) {
     if (names.has(c.name)) throw new Error(`config: KOBO_CONNECTORS_FILE ${file}: connector name ${c.name} appears twice`);
     names.add(c.name);
+    const problem = unknownCodeOf(c);
+    if (problem !== undefined) throw new Error(`config: KOBO_CONNECTORS_FILE ${file}: ${problem}`);
   }
   return parsed;
 }

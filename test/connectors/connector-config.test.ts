@@ -29,6 +29,17 @@ test('connectors file: unreadable, not JSON, short secret, unknown rail, extra f
   assert.throws(() => loadConnectorsFile(file([good, good])), /appears twice/);
 });
 
+test('connectors file: a code kobo does not know, in any coverage list, stops start-up naming the connector and code', () => {
+  const full = { ...good, methods: ['bank_transfer', 'bank_account', 'card', 'mobile_money', 'virtual_account'], currencies: ['NGN', 'KES'], services: ['airtime', 'tv'] };
+  assert.deepEqual(loadConnectorsFile(file([full])), [full]);
+  assert.throws(() => loadConnectorsFile(file([{ ...good, methods: ['banktransfer'] }])), /connector ng-bank: methods has "banktransfer"/);
+  assert.throws(() => loadConnectorsFile(file([{ ...good, methods: ['wallet'] }])), /methods has "wallet"/);
+  assert.throws(() => loadConnectorsFile(file([{ ...good, countries: ['NGN'] }])), /countries has "NGN"/);
+  assert.throws(() => loadConnectorsFile(file([{ ...good, countries: ['ng'] }])), /countries has "ng"/);
+  assert.throws(() => loadConnectorsFile(file([{ ...good, currencies: ['NAIRA'] }])), /currencies has "NAIRA"/);
+  assert.throws(() => loadConnectorsFile(file([{ ...good, services: ['airtime', 'lottery'] }])), /services has "lottery"/);
+});
+
 test('signing: the right secret, exact body and a fresh timestamp verify; anything else does not', () => {
   const body = '{"reference":"x","status":"settled"}';
   const nowMs = Date.now();

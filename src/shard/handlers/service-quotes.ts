@@ -20,6 +20,7 @@ import {
   promotionDiscountMinor,
   serviceFeeMinor,
   variantsOf,
+  SERVICE_PAYMENT_METHODS,
   type CountryService,
 } from '../../catalogue/services.ts';
 import type { Command, ServiceRequest } from '../protocol.ts';
@@ -29,7 +30,7 @@ import { methodsFor } from '../lifecycle/rail-requests.ts';
 import { iso } from '../views.ts';
 
 export const SERVICE_QUOTE_TTL_MS = 300_000;
-export const SERVICE_PAYMENT_METHODS = ['wallet', 'card', 'bank_transfer'] as const;
+export { SERVICE_PAYMENT_METHODS };
 
 export interface Pricing {
   /** The payment method whose fee this prices; a quote binds it. */
