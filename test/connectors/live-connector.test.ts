@@ -137,7 +137,7 @@ test('live payout timeout → unknown → requery → completed (the connector d
   assert.equal(connector.output().split('\n').filter((l) => l.includes(`submit payouts ${t.id}:1`)).length, 1, 'submitted once');
 });
 
-test('callbacks: forged or stale → 401 and nothing changes; a valid callback replayed twice is applied once', async () => {
+test('callbacks: forged or stale → 401 and nothing changes; accepted again → applied false; a valid callback replayed twice is applied once', async () => {
   const c = await liveCustomer();
   const funded = await collect(c, 'card', 5_000_000);
   const b = await liveBeneficiary(c.id, '0123459997');
@@ -154,6 +154,14 @@ test('callbacks: forged or stale → 401 and nothing changes; a valid callback r
   assert.equal(r.status, 401);
   assert.equal((await transfer(t.id)()).status, 'processing', 'nothing changed');
   assert.equal((await wallet(c.walletId)).held_minor, 300_000 + t.fee_minor);
+  // Valid and signed, but it tells kobo nothing new (the payout is already with the connector).
+  for (let i = 0; i < 2; i += 1) {
+    const same = signedCallback({ ...body, status: 'accepted' });
+    const ack = await fetch(url, { method: 'POST', headers: same.headers, body: same.rawBody });
+    assert.equal(ack.status, 200);
+    assert.equal((await ack.json()).data.applied, false, 'accepted again: nothing changed');
+  }
+  assert.equal((await transfer(t.id)()).status, 'processing', 'still processing');
   const signed = signedCallback(body);
   const first = await fetch(url, { method: 'POST', headers: signed.headers, body: signed.rawBody });
   const second = await fetch(url, { method: 'POST', headers: signed.headers, body: signed.rawBody });

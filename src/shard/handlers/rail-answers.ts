@@ -45,6 +45,23 @@ export function railAnswered(ctx: HandlerContext, received: Command & { k: 'rail
     if (answer === null) return rejected(reject('VALIDATION', 'rail.answer carries no answer.'));
     cmd = { ...cmd, answer };
   }
+  const outcome = answerOutcome(ctx, cmd);
+  if (cmd.phase !== 'callback' || outcome.events.length > 0) return outcome;
+  // A callback that moved nothing (an `accepted` or `unknown` the entity already reflects, a duplicate
+  // provider reference) is acknowledged with 202, so the connector's ack says `applied: false`.
+  return {
+    ...outcome,
+    reply: (state) => {
+      const reply = outcome.reply(state);
+      return reply.status === 200 ? { ...reply, status: CALLBACK_UNCHANGED_STATUS } : reply;
+    },
+  };
+}
+
+/** The shard's status for a signed callback that was valid but changed nothing. */
+export const CALLBACK_UNCHANGED_STATUS = 202;
+
+function answerOutcome(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): Outcome {
   switch (cmd.kind) {
     case 'payout':
       return payoutAnswer(ctx, cmd);
