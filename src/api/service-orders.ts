@@ -28,6 +28,7 @@ function serviceRequest(customerId: string, b: ServiceQuoteCreate | ServiceOrder
     accountRef: b.account_ref ?? null,
     phone: b.phone ?? null,
     promotionCode: b.promotion_code ?? null,
+    productCode: b.product_code ?? null,
   };
 }
 
@@ -117,7 +118,6 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
             ...serviceRequest(prepared.customerId, b),
             paymentMethod: b.payment_method,
             quoteId: b.quote_id ?? null,
-            productCode: b.product_code ?? null,
             idempotencyKey: key,
             metadata: (b.metadata as Record<string, unknown> | undefined) ?? null,
             validationSnapshot: readValidationSnapshot(b.validation_snapshot as Record<string, unknown> | undefined),

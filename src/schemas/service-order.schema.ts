@@ -18,6 +18,7 @@ export const ServiceQuoteCreate = Type.Object(
     phone: Type.Optional(SafeText({ minLength: 4, maxLength: 20 })),
     account_ref: Type.Optional(SafeText({ minLength: 1, maxLength: 64 })),
     operator_code: Type.Optional(Code),
+    product_code: Type.Optional(Code),
     meter_type: Type.Optional(Code),
     promotion_code: Type.Optional(Code),
     customer_id: Type.Optional(Ulid),

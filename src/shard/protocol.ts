@@ -53,6 +53,8 @@ export interface ServiceRequest {
   accountRef: string | null;
   phone: string | null;
   promotionCode: string | null;
+  /** The plan chosen for a fixed-price service (GET …/plans `code`); a quote that names one binds it. */
+  productCode: string | null;
   /** Live cross-currency quotes: the FX connector's mid rate (units of `toCurrency` per `fromCurrency`), asked by the front end. */
   fx?: { fromCurrency: string; toCurrency: string; midRate: string };
 }
@@ -87,7 +89,7 @@ export type CommandBody =
   | { k: 'transfer.submit'; id: string }
   | { k: 'outbox.ack'; ids: string[] }
   | { k: 'squote.create'; body: ServiceRequest }
-  | { k: 'order.create'; body: ServiceRequest & { paymentMethod: string; quoteId: string | null; productCode: string | null; idempotencyKey: string; metadata: Record<string, unknown> | null; /** the fields of the client's validation_snapshot an order reads */ validationSnapshot?: ValidationSnapshot | null } }
+  | { k: 'order.create'; body: ServiceRequest & { paymentMethod: string; quoteId: string | null; idempotencyKey: string; metadata: Record<string, unknown> | null; /** the fields of the client's validation_snapshot an order reads */ validationSnapshot?: ValidationSnapshot | null } }
   | { k: 'order.get'; id: string; projection: 'full' | 'status'; /** the customer the read acts for (query customer_id) */ customerId?: string | null }
   | { k: 'order.open'; id: string }
   | { k: 'order.paid'; id: string }

@@ -201,6 +201,8 @@ export interface ServiceQuote {
   promotionCode: string | null;
   promotionDiscountMinor: number;
   paymentMethod: string | null;
+  /** The plan the quote priced (absent on quotes recorded before quotes took product_code). */
+  productCode?: string | null;
   phone: string | null;
   accountRef: string | null;
   expiresAtMs: number;

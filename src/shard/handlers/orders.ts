@@ -79,7 +79,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   if (isRejection(customer)) return rejected(customer);
   // Screening runs first: a blocked order is refused whatever else is wrong with it.
   if (screenedBySandbox(cmd.owner, 'order', req.providerCostMinor)) return rejected(reject('COMPLIANCE_DENIED', 'Screening blocked this order; do not retry.'));
-  const svc = serviceRejection(customer, req, { productCode: req.productCode, forOrder: true, nowMs: ctx.nowMs });
+  const svc = serviceRejection(customer, req, { forOrder: true, nowMs: ctx.nowMs });
   if (isRejection(svc)) return rejected(svc);
   const recipient = orderRecipient(svc, req, req.validationSnapshot ?? null);
   if (isRejection(recipient)) return rejected(recipient);

@@ -52,7 +52,7 @@ export interface Pricing {
  * purchase gate (offered, eligible, visible, executable for this customer, not in a maintenance
  * window), then the inputs against the catalogue.
  */
-export function serviceRejection(customer: Customer, req: ServiceRequest, options: { productCode?: string | null; forOrder: boolean; nowMs: number }): Rejection | CountryService {
+export function serviceRejection(customer: Customer, req: ServiceRequest, options: { forOrder: boolean; nowMs: number }): Rejection | CountryService {
   const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel, owner: customer.owner }, nowMs: options.nowMs });
   if (gate !== null) return gate;
   const svc = countryService(req.countryCode, req.serviceCode);
@@ -69,15 +69,16 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
   }
   const variants = variantsOf(req.countryCode, svc.code);
   if (req.meterType !== null && !variants.some((v) => v.code === req.meterType)) return reject('VALIDATION', `meter_type ${req.meterType} is not a variant here.`);
+  // A plan, when named (a quote may name it; a fixed-price order must), fixes the amount.
+  if (req.productCode !== null) {
+    const plan = findPlan(req.countryCode, svc.code, req.productCode);
+    if (plan === undefined) return reject('VALIDATION', `product_code ${req.productCode} is not a plan of ${svc.code} in ${req.countryCode}.`);
+    if (req.operatorCode !== null && plan.operator_code !== req.operatorCode) return reject('VALIDATION', 'product_code belongs to another operator.');
+    if (svc.pricing === 'fixed' && plan.amount_minor !== req.providerCostMinor) return reject('VALIDATION', `provider_cost_minor must be the plan's amount_minor (${plan.amount_minor}).`);
+  }
   if (!options.forOrder) return svc;
   if (variants.length > 0 && req.meterType === null) return reject('VALIDATION', `meter_type is required (${variants.map((v) => v.code).join(', ')}).`);
-  if (svc.pricing === 'fixed') {
-    if (options.productCode == null) return reject('VALIDATION', 'product_code is required for a fixed-price service.');
-    const plan = findPlan(req.countryCode, svc.code, options.productCode);
-    if (plan === undefined) return reject('VALIDATION', `product_code ${options.productCode} is not a plan of ${svc.code} in ${req.countryCode}.`);
-    if (req.operatorCode !== null && plan.operator_code !== req.operatorCode) return reject('VALIDATION', 'product_code belongs to another operator.');
-    if (plan.amount_minor !== req.providerCostMinor) return reject('VALIDATION', `provider_cost_minor must be the plan's amount_minor (${plan.amount_minor}).`);
-  }
+  if (svc.pricing === 'fixed' && req.productCode === null) return reject('VALIDATION', 'product_code is required for a fixed-price service.');
   return svc;
 }
 
@@ -123,7 +124,7 @@ export interface OrderRecipient {
  * from validation_snapshot when it is about this recipient. The operator is derived from the number
  * (airtime, data) or the only operator when not named; a missing one is 400 VALIDATION.
  */
-export function orderRecipient(svc: CountryService, req: ServiceRequest & { productCode: string | null }, snapshot: ValidationSnapshot | null): OrderRecipient | Rejection {
+export function orderRecipient(svc: CountryService, req: ServiceRequest, snapshot: ValidationSnapshot | null): OrderRecipient | Rejection {
   const service = marketService(svc.country, svc.code);
   if (service === undefined) return reject('SERVICE_UNAVAILABLE', `${svc.code} is not offered in ${svc.country}.`);
   const phoneService = service.recipient === 'phone';
@@ -225,6 +226,7 @@ export function serviceQuoteView(q: ServiceQuote): object {
     promotion_discount_minor: q.promotionDiscountMinor,
     promotion_code: q.promotionCode,
     payment_method: q.paymentMethod,
+    product_code: q.productCode ?? null,
     expires_at: iso(q.expiresAtMs),
   };
 }
@@ -259,6 +261,7 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
     promotionCode: req.promotionCode,
     promotionDiscountMinor: pricing.discountMinor,
     paymentMethod: pricing.paymentMethod,
+    productCode: req.productCode,
     phone: recipient.phone,
     accountRef: recipient.accountRef,
     expiresAtMs: ctx.nowMs + SERVICE_QUOTE_TTL_MS,
@@ -283,9 +286,10 @@ export function boundQuote(ctx: HandlerContext, cmd: Command, req: ServiceReques
     quote.destinationCurrency !== req.currency ||
     // A quote binds the method whose fee it priced (quotes made before this rule may have none).
     (quote.paymentMethod !== null && quote.paymentMethod !== req.paymentMethod) ||
+    (quote.productCode != null && quote.productCode !== req.productCode) ||
     (quote.phone !== null && quote.phone !== recipient.phone) ||
     (quote.accountRef !== null && quote.accountRef !== recipient.accountRef && quote.accountRef !== recipient.phone);
-  if (mismatch) return reject('QUOTE_MISMATCH', 'The quote does not match this order’s service, country, amount, method or recipient; re-quote.');
+  if (mismatch) return reject('QUOTE_MISMATCH', 'The quote does not match this order’s service, country, amount, method, plan or recipient; re-quote.');
   return {
     paymentMethod: req.paymentMethod ?? quote.paymentMethod ?? '',
     sourceCurrency: quote.sourceCurrency,
