@@ -197,6 +197,28 @@ describe('delivery', () => {
     for (const g of got) assert.match(g.body.event_key, /^service_order\.(completed|failed):[0-9A-Z]{26}$/);
   });
 
+  it('a wallet-paid order that is delivered sends payment.completed for its payment; a failed one does not', async () => {
+    const on = account();
+    const r = await receiver();
+    const { customerId } = await completedPayment(on, 1_000_000);
+    await subscribe(on, r.url, ['payment.completed', 'service_order.completed', 'service_order.failed']);
+    const orders: Array<{ order: { id: string; payment_transaction_id: string }; payment: { id: string } }> = [];
+    for (const phone of ['+2348031237777', '+2348031230000']) {
+      const o = await on('POST', '/v1/services/orders', { idempotencyKey: idem(), body: { customer_id: customerId, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone } });
+      assert.equal(o.status, 201, JSON.stringify(o.body));
+      orders.push(o.body.data);
+    }
+    const got = await r.waitFor(3);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const types = r.received.map((g) => g.body.event_type).sort();
+    assert.deepEqual(types, ['payment.completed', 'service_order.completed', 'service_order.failed'], 'one payment.completed, for the delivered order only');
+    const paid = got.find((g) => g.body.event_type === 'payment.completed')!;
+    assert.equal(paid.body.data.payment_id, orders[0]!.payment.id);
+    assert.equal(paid.body.data.method, 'wallet');
+    assert.equal(paid.body.data.transaction_id, orders[0]!.order.payment_transaction_id);
+    assert.equal(paid.body.event_key, `payment.completed:${orders[0]!.order.payment_transaction_id}`);
+  });
+
   it('a receiver slower than the timeout → failure "no answer within"', async () => {
     const on = account();
     const r = await receiver();

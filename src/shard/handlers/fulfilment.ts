@@ -115,7 +115,12 @@ function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.de
   const paymentTxn = ctx.state.transactions.get(order.paymentTransactionId)!;
   if (payment.method === 'wallet' && paymentTxn.holdStatus === 'held' && paymentTxn.holdId !== null) {
     ops.push({ op: 'commit', id: paymentTxn.holdId });
-    events.push(moveTransaction(paymentTxn, { type: 'settle', atMs: ctx.nowMs }, { holdStatus: 'posted' })!, movePayment(payment, { type: 'settle', atMs: ctx.nowMs })!);
+    events.push(
+      moveTransaction(paymentTxn, { type: 'settle', atMs: ctx.nowMs }, { holdStatus: 'posted' })!,
+      movePayment(payment, { type: 'settle', atMs: ctx.nowMs })!,
+      // The wallet payment completes here, with the delivery: its event as for any other payment.
+      outboxEvent(ctx, 'payment.completed', paymentTxn, { status: 'completed', payment_id: payment.id, method: payment.method }),
+    );
   }
   if (order.feeMinor > 0) {
     ops.push({ op: 'post', id: ctx.mintId(), txn: txn.id, dr: systemAccountId('service_payables', order.currency), cr: systemAccountId('fees', order.currency), amt: order.feeMinor, cur: order.currency });
