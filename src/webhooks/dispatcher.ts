@@ -143,7 +143,7 @@ export class Dispatcher {
   private flush(): void {
     if (this.results.length === 0) return;
     const batch = this.results.splice(0);
-    this.options.store.record(batch, Date.now());
+    this.options.store.record(batch);
     for (const r of batch) this.release(r.deliveryId, r.subscriptionId);
     // A freed slot takes the next due delivery now, not at the next timer tick (which would cap a
     // subscription at perEndpointMax deliveries per tick: 16 a second, measured in bench/webhooks).

@@ -206,8 +206,11 @@ export class WebhookStore {
     return row === undefined ? undefined : { id: row.id, type: row.type, key: row.key, occurredAtMs: row.occurred_at_ms, data: JSON.parse(row.data) as Record<string, unknown> };
   }
 
-  /** Records attempt outcomes (one transaction) and moves subscriptions' failure counters. */
-  record(results: readonly AttemptResult[], nowMs: number): void {
+  /**
+   * Records attempt outcomes (one transaction) and moves subscriptions' failure counters. `updated_at`
+   * is each attempt's own time, on its owner's clock, like the delivery's `created_at` and attempt log.
+   */
+  record(results: readonly AttemptResult[]): void {
     this.db.transaction(() => {
       for (const r of results) {
         const a = r.attempt;
@@ -215,16 +218,16 @@ export class WebhookStore {
         const status: Delivery['status'] = a.ok ? 'succeeded' : r.nextAttemptAtMs === null ? 'failed' : 'pending';
         this.db
           .prepare('UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at_ms = ?, last_status_code = ?, last_duration_ms = ?, last_error = ?, updated_at_ms = ? WHERE id = ?')
-          .run(status, a.n, a.ok ? null : r.nextAttemptAtMs, a.statusCode, a.durationMs, a.error, nowMs, r.deliveryId);
+          .run(status, a.n, a.ok ? null : r.nextAttemptAtMs, a.statusCode, a.durationMs, a.error, a.atMs, r.deliveryId);
         if (a.ok) {
-          this.db.prepare('UPDATE subscriptions SET consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(nowMs, r.subscriptionId);
+          this.db.prepare('UPDATE subscriptions SET consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(a.atMs, r.subscriptionId);
         } else {
           this.db
             .prepare(
               `UPDATE subscriptions SET consecutive_failures = consecutive_failures + 1, updated_at_ms = ?,
                status = CASE WHEN consecutive_failures + 1 > ? THEN 'disabled' ELSE status END WHERE id = ?`,
             )
-            .run(nowMs, r.disableAfter, r.subscriptionId);
+            .run(a.atMs, r.disableAfter, r.subscriptionId);
         }
       }
     })();

@@ -252,6 +252,9 @@ describe('delivery', () => {
     const [final] = await until(() => deliveries(on), (l) => l[0]?.status === 'failed', 'terminal');
     assert.equal(final.attempts, 7);
     assert.equal(final.next_attempt_at, null);
+    // One clock for the whole resource: the sandbox clock moved 61,950 s between attempts, and updated_at with it.
+    assert.equal(final.updated_at, final.attempt_log.at(-1).at, 'updated_at is the last attempt\'s time');
+    assert.ok(Date.parse(final.updated_at) >= Date.parse(final.created_at) + 61_950_000, `${final.created_at} → ${final.updated_at}`);
     await on('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 86_400 } });
     await new Promise((resolve) => setTimeout(resolve, 150));
     assert.equal(r.received.length, 7, 'nothing after the seventh attempt');
