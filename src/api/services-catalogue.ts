@@ -282,7 +282,10 @@ function plansOperator(service: MarketService, named: string | undefined, phone:
 }
 
 function listPlans(ctx: RequestContext, service: MarketService): Reply {
-  const operator = plansOperator(service, queryOf(ctx, 'operator'), queryOf(ctx, 'phone'));
+  const named = queryOf(ctx, 'operator');
+  const alias = queryOf(ctx, 'operator_code');
+  if (named !== undefined && alias !== undefined && named.toUpperCase() !== alias.toUpperCase()) return errorOf(reject('VALIDATION', 'operator and operator_code name different operators; send one.'));
+  const operator = plansOperator(service, named ?? alias, queryOf(ctx, 'phone'));
   if (isRejection(operator)) return errorOf(operator);
   const accountRef = queryOf(ctx, 'account_ref');
   if (accountRef !== undefined && service.recipient !== 'phone') {

@@ -34,6 +34,8 @@ export const ServicePlansQuery = Type.Object({
   country: QueryCountry,
   customer_id: QueryCustomer,
   operator: Type.Optional(OperatorCodeInput),
+  /** The spec's prose sends the operators listing's code as operator_code; its plans table names it operator. Both are taken. */
+  operator_code: Type.Optional(OperatorCodeInput),
   kind: Type.Optional(Type.Union([Type.Literal('plans'), Type.Literal('packages'), Type.Literal('rates')])),
   phone: Type.Optional(SafeText({ minLength: 1, maxLength: 32, description: 'Destination number (escape + as %2B)' })),
   account_ref: Type.Optional(SafeText({ minLength: 1, maxLength: 64 })),
