@@ -25,7 +25,7 @@ import type {
   Transaction,
   Wallet,
 } from './state.ts';
-import { awaitsPayer, collectionDue } from './state.ts';
+import { collectionDue, expiresUnpaid } from './state.ts';
 
 export type CustomerPatch = Partial<Pick<Customer, 'name' | 'email' | 'phone' | 'tier' | 'kycLevel' | 'pinHash'>>;
 
@@ -160,7 +160,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
     case 'payment.created':
       assert(!state.payments.hasHot(event.payment.id), 'apply: payment exists');
       state.payments.set(event.payment.id, { ...event.payment });
-      if (awaitsPayer(event.payment)) state.due.set(collectionDue(event.payment));
+      if (expiresUnpaid(event.payment)) state.due.set(collectionDue(event.payment));
       return;
     case 'payment.rail': {
       const payment = state.payments.mutable(event.id);
@@ -175,7 +175,7 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       payment.status = event.status;
       payment.updatedAtMs = event.atMs;
       // A collection that waits no more keeps its expiry row until the sweep finds it so (one write fewer).
-      if (awaitsPayer(payment)) state.due.set(collectionDue(payment));
+      if (expiresUnpaid(payment)) state.due.set(collectionDue(payment));
       return;
     }
     case 'ledger':

@@ -2,7 +2,7 @@
 // Runs in shard workers and the CLI; src/store/snapshot.ts compresses and checksums the result.
 // Invariant: decode(encode(state)) is deep-equal to state.
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import { awaitsPayer, collectionDue, emptyPartition, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from './state.ts';
+import { collectionDue, emptyPartition, expiresUnpaid, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from './state.ts';
 
 /**
  * v2 holds the heap only: finished entities are in the cold table and idempotency records in their
@@ -78,6 +78,6 @@ export function decodePartition(json: string, tiers: PartitionTiers | null = nul
   for (const [id, expiresAtMs, owner] of image.collectionsDue ?? []) state.due.set({ id, expiresAtMs, owner });
   // Images from before waiting collections went cold hold them hot: index them (they leave the heap
   // with the other finished entities at start-up).
-  for (const p of image.payments) if (awaitsPayer(p)) state.due.set(collectionDue(p));
+  for (const p of image.payments) if (expiresUnpaid(p)) state.due.set(collectionDue(p));
   return state;
 }

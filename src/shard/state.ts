@@ -343,11 +343,20 @@ export interface PartitionState {
 }
 
 /**
- * A sandbox collection waiting for its payer: nothing moves it but the payer (settle), a failure, a
- * cancel or expiry, all of which read it by id. (Live ones stay hot: their connector is requeried.)
+ * A sandbox collection its payer can still pay, a service order's included: unpaid at its expiry, the
+ * sweep fails it with EXPIRED (and its order with it). Live ones end by their connector's word.
+ */
+export function expiresUnpaid(payment: Payment): boolean {
+  return payment.status === 'pending' && payment.method !== 'wallet' && payment.owner.startsWith('test:');
+}
+
+/**
+ * A sandbox collection waiting for its payer, outside any order: nothing moves it but the payer
+ * (settle), a failure, a cancel or expiry, all of which read it by id, so it waits cold. (Live ones and
+ * order payments stay hot: a connector is requeried, an order reads its payment.)
  */
 export function awaitsPayer(payment: Payment): boolean {
-  return payment.status === 'pending' && payment.method !== 'wallet' && payment.orderId === undefined && payment.owner.startsWith('test:');
+  return expiresUnpaid(payment) && payment.orderId === undefined;
 }
 
 /** When a collection stops accepting the payer's money: its instructions' expiry, else a day after creation. */

@@ -68,3 +68,32 @@ it('expired collections stay failed across a restart (the expiry is a WAL event)
   assert.equal(await paymentStatus(bank.id), 'failed');
   assert.equal((await api('GET', `/v1/transactions/${bank.transaction_id}`)).body.data.failure.code, 'EXPIRED');
 });
+
+async function order(customerId: string, method: string): Promise<{ order: { id: string; transaction_id: string }; payment: { id: string } }> {
+  const r = await api('POST', '/v1/services/orders', { idempotencyKey: idem('o'), body: { customer_id: customerId, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: method, phone: '+2348031234567' } });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return r.body.data;
+}
+
+it('a service order\'s unpaid bank-transfer or card collection expires too: payment failed EXPIRED, order failed; across a restart', async () => {
+  const c = await customer();
+  assert.equal((await api('PATCH', `/v1/customers/${c.id}`, { body: { kyc_level: 2 } })).status, 200);
+  const bank = await order(c.id, 'bank_transfer');
+  const card = await order(c.id, 'card');
+  const orderOf = async (id: string) => (await api('GET', `/v1/services/orders/${id}`)).body.data;
+  assert.equal((await orderOf(bank.order.id)).status, 'awaiting_payment');
+  // Restarted before the expiry: the order payments' expiry is rebuilt from the log and snapshot.
+  await server.kill();
+  server = await startServer({ keys: [`${key}@expiry`], dataDir: server.dataDir, env: { KOBO_COLLECTION_SWEEP_MS: '50', KOBO_RAIL_LATENCY_MS: '5' } });
+  api = client(server.baseUrl, key);
+  assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 86_401 } })).status, 200);
+  for (const placed of [bank, card]) {
+    await becomesFailed(placed.payment.id);
+    const o = await waitFor(() => orderOf(placed.order.id), (x) => x.status === 'failed', 5_000);
+    assert.equal(o.status, 'failed');
+    const txn = (await api('GET', `/v1/transactions/${o.payment_transaction_id}`)).body.data;
+    assert.equal(txn.failure.code, 'EXPIRED');
+    const settled = await api('POST', `/v1/test_helpers/payments/${placed.payment.id}/settle`);
+    assert.equal(settled.status, 409, 'an expired order collection cannot be paid any more');
+  }
+});

@@ -11,7 +11,7 @@ import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import { awaitsPayer, collectionExpiresAtMs, COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
+import { collectionExpiresAtMs, expiresUnpaid, COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { paymentView } from '../views.ts';
 import {
   effectsOf,
@@ -282,7 +282,7 @@ export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payment
     const txn = payment === undefined ? undefined : ctx.state.transactions.get(payment.transactionId);
     // Paid, failed, cancelled or expired since (an expired one keeps its row until this finds it so,
     // so that a torn tail that takes the expiry back leaves the row), or waiting again with a newer row.
-    if (payment === undefined || txn === undefined || !awaitsPayer(payment) || collectionExpiresAtMs(payment) !== due.expiresAtMs) {
+    if (payment === undefined || txn === undefined || !expiresUnpaid(payment) || collectionExpiresAtMs(payment) !== due.expiresAtMs) {
       ctx.state.due.drop(due);
       continue;
     }
