@@ -10,6 +10,37 @@ import assert from 'node:assert/strict';
 
 export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 
+/**
+ * What the front end reads for an Idempotency-Key header that was sent with an empty value. uWS gives ''
+ * for both absent and empty; this value (never a valid key) lets the empty one be refused as such.
+ */
+export const IDEMPOTENCY_KEY_SENT_EMPTY = '\u0000';
+
+/**
+ * Why a header key cannot be used, or null. Keys are printable ASCII, as the IETF Idempotency-Key
+ * field (a structured-field string) defines them: uWS hands header bytes over one char per byte and
+ * drops bytes >= 0x80 at either end of a value, so `é-order-7` arrives as `-order-7`, and two different
+ * non-ASCII keys could name one payment. Such bytes inside a key are refused here; at its ends they
+ * cannot be seen, which the README says.
+ */
+export function idempotencyKeyProblem(key: string): string | null {
+  if (key === IDEMPOTENCY_KEY_SENT_EMPTY) return 'Idempotency-Key was sent empty (or with nothing but non-ASCII bytes); send printable ASCII.';
+  if (key.length > IDEMPOTENCY_KEY_LENGTH_MAX) return `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters.`;
+  if (!/^[\x20-\x7e]+$/.test(key)) return 'Idempotency-Key must be printable ASCII (0x20–0x7E).';
+  return null;
+}
+
+/** The header's value, with an empty one that was sent told apart from none (see IDEMPOTENCY_KEY_SENT_EMPTY). */
+export function idempotencyKeyHeader(req: { getHeader(name: string): string; forEach(cb: (key: string, value: string) => void): void }): string {
+  const key = req.getHeader('idempotency-key');
+  if (key !== '') return key;
+  let sent = false;
+  req.forEach((name) => {
+    if (name === 'idempotency-key') sent = true;
+  });
+  return sent ? IDEMPOTENCY_KEY_SENT_EMPTY : '';
+}
+
 export class IdempotencyIndex {
   /**
    * hash → where a record with that hash is stored, packed (packIdemAt: partition and row); several

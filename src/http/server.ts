@@ -9,7 +9,7 @@ import type { KeyRecord } from '../store/control-store.ts';
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.ts';
 import { normalizeIp, type Authenticator } from './auth.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
-import { IDEMPOTENCY_KEY_LENGTH_MAX } from './idempotency.ts';
+import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
 import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
@@ -150,7 +150,7 @@ export class HttpServer {
       query: req.getQuery() ?? '',
       authorization: req.getHeader('authorization'),
       contentType: write ? req.getHeader('content-type') : '',
-      idempotencyKey: write ? req.getHeader('idempotency-key') : '',
+      idempotencyKey: write ? idempotencyKeyHeader(req) : '',
       transactionAuthorization: write ? req.getHeader('x-transaction-authorization') : '',
       signature: write ? { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') } : NO_SIGNATURE,
       ip: null,
@@ -358,11 +358,8 @@ export class HttpServer {
     if (route.idempotent === true && incoming.idempotencyKey === '') {
       return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
     }
-    if (route.method === 'POST' && incoming.idempotencyKey !== '') {
-      if (incoming.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX) {
-        return { reply: this.errorReply(reject('VALIDATION', `Idempotency-Key must be at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters.`)) };
-      }
-    }
+    const keyProblem = incoming.idempotencyKey !== '' ? idempotencyKeyProblem(incoming.idempotencyKey) : null;
+    if (keyProblem !== null) return { reply: this.errorReply(reject('VALIDATION', keyProblem)) };
     let body: unknown = undefined;
     if (rawBody.length > 0) {
       if (!/^application\/json\s*(;|$)/i.test(incoming.contentType)) {

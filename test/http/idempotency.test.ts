@@ -5,6 +5,7 @@
 // Invariant checked: two requests with one key never both execute; a retry never charges again.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
 const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
@@ -84,6 +85,39 @@ describe('Idempotency-Key: presence and bound', () => {
     const refused = await api('POST', '/v1/customers', { idempotencyKey: tooLong, body: customerBody() });
     expectError(refused, 400, 'VALIDATION');
     assert.match(refused.body.error.message, /Idempotency-Key/);
+  });
+});
+
+/** A POST whose Idempotency-Key header is the given raw bytes (fetch would not send them as they are). */
+function rawKeyPost(path: string, keyBytes: Buffer, body: unknown): Promise<{ status: number; body: any }> {
+  const payload = Buffer.from(JSON.stringify(body));
+  const url = new URL(server.baseUrl);
+  const head = Buffer.from(`POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${keys.acme}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\nConnection: close\r\nIdempotency-Key: `);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(url.port), url.hostname, () => socket.write(Buffer.concat([head, keyBytes, Buffer.from('\r\n\r\n'), payload])));
+    let raw = Buffer.alloc(0);
+    socket.on('data', (chunk) => (raw = Buffer.concat([raw, chunk])));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = raw.toString('utf8');
+      const [statusLine = ''] = text.split('\r\n');
+      const json = text.slice(text.indexOf('\r\n\r\n') + 4);
+      resolve({ status: Number(statusLine.split(' ')[1]), body: json === '' ? text : JSON.parse(json) });
+    });
+  });
+}
+
+describe('Idempotency-Key: printable ASCII only', () => {
+  it('non-ASCII inside a key, a key of only non-ASCII bytes, or an empty key → 400 VALIDATION, nothing created; spaces inside are fine', async () => {
+    const payment = { customer_id: customerId, amount_minor: 12_345, currency: 'NGN', method: 'bank_transfer' };
+    for (const key of [Buffer.from(`a-é-${idem()}`), Buffer.from(`${idem()}\u00e9\u00e9x`), Buffer.from('ééé'), Buffer.alloc(0), Buffer.from([0x61, 0xff, 0x62])]) {
+      const refused = await rawKeyPost('/v1/payments', key, payment);
+      assert.equal(refused.status, 400, `${JSON.stringify(key.toString('latin1'))}: ${JSON.stringify(refused.body)}`);
+      assert.equal(refused.body.error.code, 'VALIDATION');
+      assert.match(refused.body.error.message, /Idempotency-Key/);
+    }
+    const spaced = await rawKeyPost('/v1/payments', Buffer.from(`order ${idem()} try 1`), payment);
+    assert.equal(spaced.status, 201, JSON.stringify(spaced.body));
   });
 });
 
