@@ -220,7 +220,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     log,
     onFatal: (message) => {
       // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
-      log(`fatal: ${message}`);
+      (logging?.fatal ?? log)(`fatal: ${message}`);
       logging?.flush(); // the JSON log is written asynchronously: keep the reason
       process.exit(70);
     },

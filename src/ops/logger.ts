@@ -15,6 +15,8 @@ export interface Logging {
   debug: Log;
   warn: Log;
   error: (message: string, error: unknown, fields?: LogFields) => void;
+  /** The reason the process stops: at level fatal, so every level but silent writes it. */
+  fatal: Log;
   /** Writes what is buffered (before process.exit). */
   flush: () => void;
 }
@@ -38,6 +40,7 @@ export function createLogging(level: Config['logLevel']): Logging {
     debug: (message, fields) => logger.debug(fields ?? {}, message),
     warn: (message, fields) => logger.warn(fields ?? {}, message),
     error: (message, error, fields) => logger.error({ ...fields, err: error }, message),
+    fatal: (message, fields) => logger.fatal(fields ?? {}, message),
     flush: () => {
       try {
         destination.flushSync();

@@ -55,6 +55,21 @@ interface Pending {
 
 const WORKER_URL = new URL('./worker-entry.mjs', import.meta.url);
 
+/** What an operator should read first when a shard dies of a known fault (by the error's code). */
+const FAULT_HINTS: ReadonlyArray<readonly [code: string, hint: string]> = [
+  ['SQLITE_FULL', 'the disk holding the data dir is full; free space and restart (what was acknowledged is on disk)'],
+  ['ENOSPC', 'the disk holding the data dir is full; free space and restart (what was acknowledged is on disk)'],
+  ['SQLITE_READONLY', 'the data dir cannot be written (read-only file system or permissions)'],
+  ['SQLITE_IOERR', 'the disk reported an I/O error; check it, then restart and run `kobo verify`'],
+  ['SQLITE_CORRUPT', 'a shard file is damaged; run `kobo verify`, and restore from a backup if it fails'],
+];
+
+function faultHint(error: unknown): string {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : '';
+  const hint = FAULT_HINTS.find(([prefix]) => code.startsWith(prefix));
+  return hint === undefined ? '' : ` (${hint[1]})`;
+}
+
 /** What the pool needs of a shard: a worker thread, or an inline runtime that behaves like one. */
 interface ShardHandle extends EventEmitter {
   postMessage(message: ShardInbound): void;
@@ -144,7 +159,7 @@ export class ShardPool {
           worker.on('error', (error) => {
             reject(error);
             // What crosses the thread boundary may have lost its stack and message: show whatever it kept.
-            if (!this.stopping) this.options.onFatal(`shard ${shard} failed: ${error.stack ?? error.message ?? inspect(error)}`);
+            if (!this.stopping) this.options.onFatal(`shard ${shard} failed${faultHint(error)}: ${error.stack ?? error.message ?? inspect(error)}`);
           });
           worker.on('exit', (code) => {
             if (!this.stopping) this.options.onFatal(`shard ${shard} exited with code ${code}`);
