@@ -6,7 +6,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { PARTITIONS, type Config } from './config.ts';
+import { PARTITIONS, SECRET_KEY_PATTERN, type Config } from './config.ts';
+import assert from 'node:assert/strict';
 import { connectorRoutes } from './api/connectors.ts';
 import { coverageOf } from './connectors/connector-config.ts';
 import { setConnectors } from './rails/coverage.ts';
@@ -74,7 +75,7 @@ export function bootstrapKeys(control: ControlStore, entries: readonly string[],
     const at = entry.indexOf('@');
     const secret = at < 0 ? entry : entry.slice(0, at);
     const account = at < 0 ? `acct_${createHash('sha256').update(secret).digest('hex').slice(0, 12)}` : entry.slice(at + 1);
-    if (!/^sk_(test|live)_[A-Za-z0-9_-]{8,128}$/.test(secret)) throw new Error(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… is not a secret key`);
+    assert(SECRET_KEY_PATTERN.test(secret), 'bootstrapKeys: loadConfig checked every KOBO_API_KEYS entry');
     control.insertKey({ secret, account, nowMs, label: 'KOBO_API_KEYS' });
   }
   if (entries.length > 0 || control.countKeys() > 0) return null;

@@ -15,7 +15,7 @@ const ConfigSchema = Type.Object({
   port: Type.Integer({ minimum: 0, maximum: 65535 }),
   host: Type.String({ minLength: 1 }),
   /** Where clients reach this server, for links it hands out (hosted checkout); '' = http://HOST:PORT. */
-  publicUrl: Type.String(),
+  publicUrl: Type.String({ pattern: '^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$', description: 'an http:// or https:// base URL without query or fragment' }),
   dataDir: Type.String({ minLength: 1 }),
   shards: Type.Integer({ minimum: 1, maximum: PARTITIONS }),
   /** False when KOBO_SHARDS was not set: an existing data dir then keeps the count it was created with. */
@@ -29,7 +29,8 @@ const ConfigSchema = Type.Object({
   rateLimitReadPerMin: Type.Integer({ minimum: 1 }),
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
   bodyBytesMax: Type.Integer({ minimum: 256, maximum: 16 * 1024 * 1024 }),
-  snapshotIntervalMs: Type.Integer({ minimum: 0 }),
+  /** 0: no periodic snapshots; else at least a second apart (a snapshot every few ms would do nothing else). */
+  snapshotIntervalMs: Type.Union([Type.Literal(0), Type.Integer({ minimum: 1_000, maximum: 86_400_000 })]),
   /** Idempotency records are kept at least this long (PRODUCT.md promises 24 h). */
   idempotencyRetentionHours: Type.Integer({ minimum: 24, maximum: 24 * 365 }),
   idempotencySweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),
@@ -63,7 +64,7 @@ const ConfigSchema = Type.Object({
   /** SIGTERM/SIGINT: how long in-flight requests may take to finish before the snapshot and exit. */
   drainMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; '' = open on the listen address. */
-  metricsToken: Type.String(),
+  metricsToken: Type.String({ pattern: '^(|\\S(.*\\S)?)$', description: 'a token without leading or trailing whitespace (empty: none)' }),
 });
 export type Config = Static<typeof ConfigSchema>;
 const checkConfig = Compile(ConfigSchema);
@@ -107,8 +108,9 @@ function envNameOf(field: string): string {
 
 /** "an integer from 1 to 64", "one of silent, info, debug": what the schema allows, in words. */
 function allowedOf(schema: unknown): string {
-  const s = schema as { type?: string; minimum?: number; maximum?: number; minLength?: number; anyOf?: Array<{ const?: unknown }> };
-  if (Array.isArray(s.anyOf)) return `one of ${s.anyOf.map((o) => String(o.const)).join(', ')}`;
+  const s = schema as { type?: string; minimum?: number; maximum?: number; minLength?: number; description?: string; anyOf?: Array<{ const?: unknown }> };
+  if (s.type === 'string' && s.description !== undefined) return s.description;
+  if (Array.isArray(s.anyOf)) return `one of ${s.anyOf.map((o) => (o.const === undefined ? allowedOf(o) : String(o.const))).join(', ')}`;
   if (s.type === 'integer') {
     if (s.minimum !== undefined && s.maximum !== undefined) return `an integer from ${s.minimum} to ${s.maximum}`;
     if (s.minimum !== undefined) return `an integer of at least ${s.minimum}`;
@@ -127,6 +129,29 @@ function portsFrom(env: NodeJS.ProcessEnv, name: string): number[] {
   });
 }
 
+/** Variables whose values are never printed in a config error. */
+const SECRET_VARIABLES: ReadonlySet<string> = new Set(['KOBO_METRICS_TOKEN', 'KOBO_API_KEYS']);
+
+/** A secret key: its environment's prefix, then 8–128 characters of A–Z a–z 0–9 _ -. */
+export const SECRET_KEY_PATTERN = /^sk_(test|live)_[A-Za-z0-9_-]{8,128}$/;
+
+/**
+ * KOBO_API_KEYS entries (`key` or `key@account`), checked here with the rest of the config, before
+ * anything touches the data dir. A bad entry is named by its first characters only: never print a secret.
+ */
+function keysFrom(env: NodeJS.ProcessEnv): string[] {
+  const entries = (env.KOBO_API_KEYS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  for (const entry of entries) {
+    const at = entry.indexOf('@');
+    const secret = at < 0 ? entry : entry.slice(0, at);
+    if (!SECRET_KEY_PATTERN.test(secret)) {
+      throw new ConfigError(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… is not a secret key (sk_test_ or sk_live_, then 8–128 of A–Z a–z 0–9 _ -)`);
+    }
+    if (at >= 0 && entry.slice(at + 1).trim() === '') throw new ConfigError(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… has an empty account name after @`);
+  }
+  return entries;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
   const config: Config = {
     port: intFrom(env, 'PORT', 8080),
@@ -136,7 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     shards: intFrom(env, 'KOBO_SHARDS', Math.max(1, Math.min(os.availableParallelism(), PARTITIONS))),
     shardsGiven: env.KOBO_SHARDS !== undefined,
     shardMode: (env.KOBO_SHARD_MODE ?? 'auto') as Config['shardMode'],
-    apiKeys: (env.KOBO_API_KEYS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0),
+    apiKeys: keysFrom(env),
     rateLimitReadPerMin: intFrom(env, 'KOBO_RATE_LIMIT_READ_PER_MIN', 300),
     rateLimitWritePerMin: intFrom(env, 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 60),
     bodyBytesMax: intFrom(env, 'KOBO_BODY_BYTES_MAX', 64 * 1024),
@@ -172,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     const first = [...checkConfig.Errors(config)][0];
     const field = (first?.instancePath ?? '').split('/')[1] ?? '';
     const name = envNameOf(field);
-    const shown = env[name] === undefined ? '(unset)' : `"${env[name]}"`;
+    const shown = env[name] === undefined ? '(unset)' : SECRET_VARIABLES.has(name) ? '(value not shown: it is a secret)' : `"${env[name]}"`;
     throw new ConfigError(`config: ${name} must be ${allowedOf(ConfigSchema.properties[field as keyof Config])}, got ${shown}`);
   }
   return Object.freeze(config);

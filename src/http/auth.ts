@@ -6,8 +6,8 @@ import net from 'node:net';
 import { reject, type Rejection } from '../errors.ts';
 import { envOfSecret, type ControlStore, type KeyRecord } from '../store/control-store.ts';
 import type { CompiledRoute } from './types.ts';
+import { SECRET_KEY_PATTERN } from '../config.ts';
 
-const SECRET_PATTERN = /^sk_(test|live)_[A-Za-z0-9_-]{8,128}$/;
 const CACHE_ENTRIES_MAX = 10_000;
 
 interface Cached {
@@ -29,7 +29,7 @@ export class Authenticator {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (match === null) return reject('UNAUTHENTICATED', 'Send Authorization: Bearer <secret key>.');
       const secret = match[1]!;
-      if (!SECRET_PATTERN.test(secret) || envOfSecret(secret) === null) {
+      if (!SECRET_KEY_PATTERN.test(secret) || envOfSecret(secret) === null) {
         return reject('UNAUTHENTICATED', 'The secret key is malformed.');
       }
       if (this.cache.size >= CACHE_ENTRIES_MAX) this.cache.clear();

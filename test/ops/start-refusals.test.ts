@@ -65,6 +65,12 @@ test('config mistakes: one line naming the variable and the allowed values, no s
     [{ KOBO_DRAIN_MS: 'soon' }, /^kobo: config: KOBO_DRAIN_MS must be an integer, got "soon"$/],
     [{ KOBO_CONNECTORS_FILE: path.join(os.tmpdir(), 'kobo-no-such-connectors.json') }, /^kobo: config: KOBO_CONNECTORS_FILE .*kobo-no-such-connectors\.json cannot be read as JSON$/],
     [{ KOBO_CONNECTORS_FILE: badConnectorsFile }, /^kobo: config: KOBO_CONNECTORS_FILE .*: .*secret/],
+    [{ KOBO_API_KEYS: 'sk_test_short' }, /^kobo: config: KOBO_API_KEYS entry sk_test_shor… is not a secret key/],
+    [{ KOBO_API_KEYS: `${secretKey()},sk_test_abcdefgh!secretpart` }, /^kobo: config: KOBO_API_KEYS entry sk_test_abcd… is not a secret key \(sk_test_ or sk_live_/],
+    [{ KOBO_API_KEYS: 'sk_test_abcdefgh12@' }, /^kobo: config: KOBO_API_KEYS entry sk_test_abcd… has an empty account name after @$/],
+    [{ KOBO_SNAPSHOT_INTERVAL_MS: '1' }, /^kobo: config: KOBO_SNAPSHOT_INTERVAL_MS must be one of 0, an integer from 1000 to 86400000, got "1"$/],
+    [{ KOBO_PUBLIC_URL: 'pay.example.com' }, /^kobo: config: KOBO_PUBLIC_URL must be an http:\/\/ or https:\/\/ base URL without query or fragment, got "pay.example.com"$/],
+    [{ KOBO_METRICS_TOKEN: ' s3cret ' }, /^kobo: config: KOBO_METRICS_TOKEN must be a token without leading or trailing whitespace \(empty: none\), got \(value not shown: it is a secret\)$/],
   ];
   // Config is checked before anything starts, so the runs are independent: run them side by side.
   const runs = await Promise.all(cases.map(([env]) => runServer({ PORT: '0', ...env })));
@@ -76,7 +82,15 @@ test('config mistakes: one line naming the variable and the allowed values, no s
     assert.match(lines[0]!, expected);
     assert.doesNotMatch(run.stderr, /\n\s+at |\/port|\/shards/, 'no stack trace or JSON pointer');
     assert.equal(run.stdout, '', 'nothing started');
+    assert.doesNotMatch(run.stderr, /secretpart|s3cret/, 'a secret is never printed');
   });
+});
+
+test('a config mistake is found before the data dir is touched: none is created', { timeout: 60_000 }, async () => {
+  const dataDir = path.join(tempDataDir('kobo-untouched'), 'data');
+  const run = await runServer({ PORT: '0', KOBO_DATA_DIR: dataDir, KOBO_API_KEYS: 'sk_test_short' });
+  assert.equal(run.code, 78, run.stderr);
+  assert.equal(fs.existsSync(dataDir), false, 'no data dir, layout.json or server.pid was made');
 });
 
 test('a restarted data dir keeps its recorded shard count when KOBO_SHARDS is not given', { timeout: 60_000 }, async () => {
