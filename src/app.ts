@@ -16,6 +16,7 @@ import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';
+import { recordedPid, tryLockDataDir } from './store/dir-lock.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret, type OperatorAction } from './store/control-store.ts';
 import { Authenticator } from './http/auth.ts';
@@ -84,20 +85,16 @@ export function bootstrapKeys(control: ControlStore, entries: readonly string[],
   return secret;
 }
 
+/** Takes the data dir's lock (see dir-lock.ts); server.pid then names this process for operators and the CLI. */
 function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'server.pid');
-  if (fs.existsSync(file)) {
-    const pid = Number(fs.readFileSync(file, 'utf8'));
-    let alive = false;
-    try {
-      alive = Number.isInteger(pid) && pid > 0 && pid !== process.pid && process.kill(pid, 0);
-    } catch {
-      alive = false;
-    }
-    if (alive) throw new Error(`data dir ${dataDir} is in use by process ${pid}`);
-  }
+  const lock = tryLockDataDir(dataDir);
+  if (lock === null) throw new Error(`data dir ${dataDir} is in use by another kobo server (pid ${recordedPid(dataDir) ?? 'unknown'})`);
   fs.writeFileSync(file, String(process.pid));
-  return () => fs.rmSync(file, { force: true });
+  return () => {
+    fs.rmSync(file, { force: true });
+    lock.release();
+  };
 }
 
 /** How long an online backup may hold cross-shard steps, whatever its CLI asks. */

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { dataDirLocked, recordedPid } from '../store/dir-lock.ts';
 import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
 import type { IdemRowOut } from '../store/idem-log.ts';
 import { recoverShard } from '../shard/recovery.ts';
@@ -33,15 +34,10 @@ const TIER_COLUMNS = {
   due: DUE_COLUMNS,
 } as const;
 
+/** The running server's PID (0 when it wrote none), or null when no server holds the data dir's lock. */
 export function serverPid(dataDir: string): number | null {
-  const file = path.join(dataDir, 'server.pid');
-  if (!fs.existsSync(file)) return null;
-  const pid = Number(fs.readFileSync(file, 'utf8'));
-  try {
-    return Number.isInteger(pid) && pid > 0 && process.kill(pid, 0) ? pid : null;
-  } catch {
-    return null;
-  }
+  if (!fs.existsSync(dataDir) || !dataDirLocked(dataDir)) return null;
+  return recordedPid(dataDir) ?? 0;
 }
 
 export interface SnapshotResult {

@@ -116,3 +116,24 @@ test('KOBO_LOG_LEVEL=warn: no request lines, but the start and stop lines a supe
   assert.match(server.output(), /"msg":"stopped in \d+ ms"/);
   assert.doesNotMatch(server.output(), /"msg":"request"/);
 });
+
+test('one server per data dir: a second is refused naming the first; a leftover server.pid naming a live process (PID reuse) does not block a start', { timeout: 60_000 }, async () => {
+  const key = secretKey();
+  const first = await startServer({ keys: [key], shards: 1 });
+  try {
+    const second = await runServer({ PORT: '0', KOBO_DATA_DIR: first.dataDir, KOBO_API_KEYS: key });
+    assert.equal(second.code, 1, second.stderr);
+    assert.match(second.stderr, new RegExp(`in use by another kobo server \\(pid ${first.child.pid}\\)`));
+    assert.equal((await client(first.baseUrl, key)('GET', '/v1/test_helpers/clock')).status, 200, 'the first keeps serving');
+  } finally {
+    await first.kill();
+  }
+  // kill -9 left server.pid behind; make it name a live process that is not kobo (this test runner).
+  fs.writeFileSync(path.join(first.dataDir, 'server.pid'), String(process.pid));
+  const again = await startServer({ keys: [key], shards: 1, dataDir: first.dataDir });
+  try {
+    assert.equal((await client(again.baseUrl, key)('GET', '/v1/test_helpers/clock')).status, 200);
+  } finally {
+    await again.stop();
+  }
+});
