@@ -10,6 +10,7 @@ import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_li
 import { normalizeIp, type Authenticator } from './auth.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
+import { framingProblem } from './framing.ts';
 import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
@@ -169,6 +170,13 @@ export class HttpServer {
     if (!BODY_METHODS.has(incoming.method)) {
       this.process(res, incoming, EMPTY_BODY);
       return;
+    }
+    const framing = framingProblem(req);
+    if (framing !== null) {
+      // Closed at once, unanswered: after any reply uWS still runs what follows in its buffer (the
+      // smuggled request), and a close right after a reply is refused. (A proxy answers its client 502.)
+      this.deps.log(`request ${incoming.requestId}: ${framing} Connection closed.`);
+      return void res.close();
     }
     const declared = Number(req.getHeader('content-length') || '0');
     if (declared > this.deps.bodyBytesMax) {

@@ -1,0 +1,24 @@
+// Request framing checks uWS leaves to the application. Main thread, inside uWS's request callback.
+// Invariant: a request whose body length two parties could read differently is refused and its
+// connection closed, so nothing after it on that connection is ever taken for a request of its own.
+import type { HttpRequest } from './uws.ts';
+
+/**
+ * Why this request's framing is ambiguous, or null. uWS frames a body by the first Content-Length and
+ * takes `Transfer-Encoding: gzip, chunked` as chunked; a proxy in front may pick the other length or
+ * coding, and the rest of the body would then run here as a second request (request smuggling).
+ */
+export function framingProblem(req: HttpRequest): string | null {
+  const coding = req.getHeader('transfer-encoding');
+  if (coding !== '' && coding.trim().toLowerCase() !== 'chunked') {
+    return `Transfer-Encoding ${coding} is not supported (send the body as it is, with Content-Length or chunked).`;
+  }
+  let length: string | null = null;
+  let conflicting = false;
+  req.forEach((name, value) => {
+    if (name !== 'content-length') return;
+    if (length !== null && value.trim() !== length) conflicting = true;
+    length = value.trim();
+  });
+  return conflicting ? 'Content-Length headers disagree: the body\'s length is ambiguous.' : null;
+}
