@@ -18,6 +18,7 @@ import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
 import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
 import { WebhookStore } from '../webhooks/store.ts';
+import { makeDir } from '../store/private-files.ts';
 
 const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
 
@@ -91,7 +92,7 @@ async function openAtOneCut(dataDir: string, shards: number): Promise<ShardStore
 export async function takeSnapshot(dataDir: string, outFile: string, progress: (m: string) => void = () => {}): Promise<SnapshotResult> {
   const layout = readLayout(dataDir);
   const online = serverPid(dataDir) !== null;
-  fs.mkdirSync(path.dirname(outFile), { recursive: true });
+  makeDir(path.dirname(outFile));
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} exists; choose another --out`);
   const cut = online ? await openAtOneCut(dataDir, layout.shards) : null;
   const backup = new Database(outFile);

@@ -11,6 +11,7 @@ import { verifyDataDir } from './verify.ts';
 import { restoreBackup, takeSnapshot } from './backup.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { startConnector } from './connector.ts';
+import { makeDir } from '../store/private-files.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -55,7 +56,7 @@ program.hook('preAction', (_program, action) => {
   if (program.opts<{ init?: boolean }>().init !== true) {
     throw new Error(`no kobo data dir at ${config.dataDir}; check KOBO_DATA_DIR, or pass --init to create one`);
   }
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  makeDir(config.dataDir);
   new ControlStore(config.dataDir).close();
   process.stderr.write(`kobo: created data dir ${config.dataDir}\n`);
 });

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PARTITIONS } from '../config.ts';
+import { makeDir } from '../store/private-files.ts';
 
 export function shardOf(partition: number, shards: number): number {
   return partition % shards;
@@ -30,7 +31,7 @@ export interface Layout {
  * partitions between files, so it is refused with a clear message instead of silently mis-routing.
  */
 export function ensureLayout(dataDir: string, shards: number): Layout {
-  fs.mkdirSync(dataDir, { recursive: true });
+  makeDir(dataDir);
   const file = path.join(dataDir, 'layout.json');
   if (fs.existsSync(file)) {
     const layout = JSON.parse(fs.readFileSync(file, 'utf8')) as Layout;

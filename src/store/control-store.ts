@@ -3,10 +3,10 @@
 // Invariant: no secret key is ever stored; only its SHA-256, looked up and compared in constant time.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
-import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import { openDatabase } from './shard-store.ts';
+import { makeDir } from './private-files.ts';
 
 export type Environment = 'test' | 'live';
 
@@ -129,7 +129,7 @@ export class ControlStore {
   private readonly byHash: Database.Statement;
 
   constructor(dataDir: string) {
-    fs.mkdirSync(dataDir, { recursive: true });
+    makeDir(dataDir);
     this.db = openDatabase(path.join(dataDir, 'control.db'));
     this.db.exec(CONTROL_SCHEMA_SQL);
     this.byHash = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?');

@@ -137,3 +137,15 @@ test('one server per data dir: a second is refused naming the first; a leftover 
     await again.stop();
   }
 });
+
+test('a data dir that cannot be made (under /proc, under a file) → exit 1 with one line, at once', { timeout: 60_000 }, async () => {
+  for (const [dataDir, expected] of [['/proc/kobo-nope/data', /cannot create \/proc\/kobo-nope/], ['/etc/hostname/data', /\/etc\/hostname is not a directory/]] as const) {
+    const started = Date.now();
+    const run = await runServer({ PORT: '0', KOBO_DATA_DIR: dataDir, KOBO_API_KEYS: secretKey() }, 15_000);
+    assert.equal(run.code, 1, `${dataDir}: ${run.stderr}`);
+    const lines = run.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, run.stderr);
+    assert.match(lines[0]!, expected);
+    assert.ok(Date.now() - started < 10_000, 'no hang');
+  }
+});
