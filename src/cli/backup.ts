@@ -95,7 +95,30 @@ export async function takeSnapshot(dataDir: string, outFile: string, progress: (
   makeDir(path.dirname(outFile));
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} exists; choose another --out`);
   const cut = online ? await openAtOneCut(dataDir, layout.shards) : null;
-  const backup = new Database(outFile);
+  // Written beside --out and renamed into place only when complete: a failure leaves no file that
+  // looks like a backup.
+  const partial = `${outFile}.partial-${process.pid}`;
+  const backup = new Database(partial);
+  try {
+    return fillBackup(backup, { dataDir, layout, cut, online, progress, partial, outFile });
+  } catch (error) {
+    if (backup.open) backup.close();
+    for (const file of [partial, `${partial}-journal`]) fs.rmSync(file, { force: true });
+    throw error;
+  }
+}
+
+interface BackupFill {
+  dataDir: string;
+  layout: ReturnType<typeof readLayout>;
+  cut: ShardStore[] | null;
+  online: boolean;
+  progress: (m: string) => void;
+  partial: string;
+  outFile: string;
+}
+
+function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, progress, partial, outFile }: BackupFill): SnapshotResult {
   backup.exec(`
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE partitions (partition INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, body BLOB NOT NULL, crc INTEGER NOT NULL);
@@ -149,6 +172,8 @@ export async function takeSnapshot(dataDir: string, outFile: string, progress: (
   meta.run('partitions', String(layout.partitions));
   meta.run('taken_at', new Date().toISOString());
   backup.close();
+  if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} appeared while the backup was written; choose another --out`);
+  fs.renameSync(partial, outFile);
   return { file: outFile, partitions: count, bytes: fs.statSync(outFile).size, compacted: !online };
 }
 
@@ -193,7 +218,13 @@ export interface RestoreResult {
 
 /** A backup refused before anything moves: its sqlite pages, its partition images and its finished rows. */
 function checkBackup(backup: Database.Database, backupFile: string): { shards: number; rows: PartitionRow[] } {
-  const meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
+  let meta: Map<string, string>;
+  try {
+    meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
+  } catch (error) {
+    // Not sqlite at all, truncated, or sqlite without kobo's tables: say so in the operator's terms.
+    throw new Error(`restore: ${backupFile} is not a kobo backup, or is damaged (${(error as Error).message})`, { cause: error });
+  }
   if (meta.get('format') !== 'kobo-backup-1') throw new Error(`restore: ${backupFile} is not a kobo backup`);
   const integrity = backup.pragma('integrity_check', { simple: true });
   if (integrity !== 'ok') throw new Error(`restore: ${backupFile} is damaged (sqlite integrity check: ${String(integrity)})`);

@@ -167,7 +167,12 @@ test('ops: a damaged backup (a finished row altered, a page overwritten) → res
   fs.writeSync(fd, Buffer.alloc(16, 0xa5), 0, 16, (page - 1) * pageSize);
   fs.closeSync(fd);
 
-  for (const [file, why] of [[altered, /fails its checksum/], [overwritten, /damaged|malformed/]] as const) {
+  const garbage = path.join(dir, 'garbage.kobo');
+  fs.writeFileSync(garbage, 'this is not a backup at all, just some text\n'.repeat(100));
+  const truncated = path.join(dir, 'truncated.kobo');
+  fs.writeFileSync(truncated, fs.readFileSync(good).subarray(0, 1_000));
+
+  for (const [file, why] of [[altered, /fails its checksum/], [overwritten, /damaged|malformed/], [garbage, /is not a kobo backup, or is damaged/], [truncated, /is not a kobo backup, or is damaged|damaged/]] as const) {
     const refused = kobo(server.dataDir, 'restore', file);
     assert.notEqual(refused.status, 0, `${path.basename(file)} restored:\n${refused.stdout}`);
     assert.match(refused.stderr, why);
@@ -177,6 +182,16 @@ test('ops: a damaged backup (a finished row altered, a page overwritten) → res
   }
   const verify = kobo(server.dataDir, 'verify');
   assert.equal(verify.status, 0, verify.stderr);
+
+  // A snapshot that fails (here: the data dir's shard file is unreadable) leaves no file at --out.
+  const shardFile = path.join(server.dataDir, 'shard-0.db');
+  const saved = fs.readFileSync(shardFile);
+  fs.writeFileSync(shardFile, 'not sqlite'.repeat(1_000));
+  const failedOut = path.join(dir, 'failed.kobo');
+  const failed = kobo(server.dataDir, 'snapshot', '--out', failedOut);
+  fs.writeFileSync(shardFile, saved);
+  assert.notEqual(failed.status, 0, failed.stdout);
+  assert.deepEqual(fs.readdirSync(dir).filter((f) => f.startsWith('failed.kobo')), [], 'no backup-looking file, no partial');
 });
 
 test('ops: verify reads every table: an overwritten page of the idempotency records (no checksum of their own) is a violation, exit non-zero', { timeout: 90_000 }, async () => {
