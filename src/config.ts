@@ -29,8 +29,8 @@ const ConfigSchema = Type.Object({
   rateLimitReadPerMin: Type.Integer({ minimum: 1 }),
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
   bodyBytesMax: Type.Integer({ minimum: 256, maximum: 16 * 1024 * 1024 }),
-  /** 0: no periodic snapshots; else at least a second apart (a snapshot every few ms would do nothing else). */
-  snapshotIntervalMs: Type.Union([Type.Literal(0), Type.Integer({ minimum: 1_000, maximum: 86_400_000 })]),
+  /** 0: no periodic snapshots; else at least 100 ms apart (a snapshot every few ms would leave the shard no time for requests). */
+  snapshotIntervalMs: Type.Union([Type.Literal(0), Type.Integer({ minimum: 100, maximum: 86_400_000 })]),
   /** Idempotency records are kept at least this long (PRODUCT.md promises 24 h). */
   idempotencyRetentionHours: Type.Integer({ minimum: 24, maximum: 24 * 365 }),
   idempotencySweepMs: Type.Integer({ minimum: 10, maximum: 86_400_000 }),

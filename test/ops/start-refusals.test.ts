@@ -68,7 +68,7 @@ test('config mistakes: one line naming the variable and the allowed values, no s
     [{ KOBO_API_KEYS: 'sk_test_short' }, /^kobo: config: KOBO_API_KEYS entry sk_test_shor… is not a secret key/],
     [{ KOBO_API_KEYS: `${secretKey()},sk_test_abcdefgh!secretpart` }, /^kobo: config: KOBO_API_KEYS entry sk_test_abcd… is not a secret key \(sk_test_ or sk_live_/],
     [{ KOBO_API_KEYS: 'sk_test_abcdefgh12@' }, /^kobo: config: KOBO_API_KEYS entry sk_test_abcd… has an empty account name after @$/],
-    [{ KOBO_SNAPSHOT_INTERVAL_MS: '1' }, /^kobo: config: KOBO_SNAPSHOT_INTERVAL_MS must be one of 0, an integer from 1000 to 86400000, got "1"$/],
+    [{ KOBO_SNAPSHOT_INTERVAL_MS: '1' }, /^kobo: config: KOBO_SNAPSHOT_INTERVAL_MS must be one of 0, an integer from 100 to 86400000, got "1"$/],
     [{ KOBO_PUBLIC_URL: 'pay.example.com' }, /^kobo: config: KOBO_PUBLIC_URL must be an http:\/\/ or https:\/\/ base URL without query or fragment, got "pay.example.com"$/],
     [{ KOBO_METRICS_TOKEN: ' s3cret ' }, /^kobo: config: KOBO_METRICS_TOKEN must be a token without leading or trailing whitespace \(empty: none\), got \(value not shown: it is a secret\)$/],
   ];
