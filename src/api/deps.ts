@@ -9,7 +9,7 @@ import { isCurrencyCode } from '../catalogue/currencies.ts';
 import type { ShardPool } from '../shard/pool.ts';
 import type { CommandBody } from '../shard/protocol.ts';
 import type { ControlStore } from '../store/control-store.ts';
-import type { IdempotencyIndex } from '../http/idempotency.ts';
+import { FOREIGN_REPLAY, storedForAnotherCustomer, type IdempotencyIndex } from '../http/idempotency.ts';
 import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import type { Reply, RequestContext } from '../http/types.ts';
 import type { CustomerIndex } from './customer-index.ts';
@@ -78,9 +78,11 @@ export async function command(deps: ApiDeps, ctx: RequestContext, partition: num
   const base = { owner: ctx.owner, nowMs: ctx.nowMs, customerScope: ctx.key?.customerId ?? null };
   if (options.idempotent !== true || ctx.idempotencyKey === null) return deps.pool.send({ ...base, partition, ...body });
   const idem = { scope: `${ctx.owner}:${ctx.idempotencyKey}`, fingerprint: fingerprintOf(ctx) };
-  return deps.idempotency.run(idem.scope, partition, (target, seq, h) =>
-    deps.pool.send(seq !== null ? { ...base, partition: target, k: 'idem.replay', idem: { ...idem, seq } } : { ...base, partition: target, ...body, idem: { ...idem, h } }),
-  );
+  return deps.idempotency.run(idem.scope, partition, async (target, seq, h) => {
+    if (seq === null) return deps.pool.send({ ...base, partition: target, ...body, idem: { ...idem, h } });
+    const replayed = await deps.pool.send({ ...base, partition: target, k: 'idem.replay', idem: { ...idem, seq } });
+    return base.customerScope !== null && storedForAnotherCustomer(replayed.json, base.customerScope) ? FOREIGN_REPLAY : replayed;
+  });
 }
 
 /** A GET-style handler for `/…/:id`: route the id to its partition and send the command built from it. */

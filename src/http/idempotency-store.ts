@@ -7,6 +7,7 @@ import { hash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { isStoredResult, type StoredReply } from '../shard/state.ts';
 import type { Reply } from './types.ts';
+import { FOREIGN_REPLAY, storedForAnotherCustomer } from './idempotency.ts';
 
 interface Row {
   fingerprint: string;
@@ -61,12 +62,14 @@ export class FrontIdempotencyStore {
   }
 
   /** Replays the stored result of `scope`, refuses a different request under it, or runs `execute` once. */
-  async run(scope: string, fingerprint: string, execute: () => Promise<Reply>): Promise<StoredReply | 'replay_mismatch'> {
+  /** `customerScope`: the customer a customer-scoped key acts for (null: an account key). */
+  async run(scope: string, fingerprint: string, execute: () => Promise<Reply>, customerScope: string | null = null): Promise<StoredReply | 'replay_mismatch'> {
     for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
     const known = this.find.get(scope);
     if (known !== undefined) {
       if (known.fingerprint !== fingerprint) return 'replay_mismatch';
       const stored = JSON.parse(known.body) as Omit<StoredReply, 'status'>;
+      if (customerScope !== null && storedForAnotherCustomer(stored.json, customerScope)) return FOREIGN_REPLAY;
       return { status: known.status, ...stored };
     }
     let done!: () => void;

@@ -41,6 +41,22 @@ export function idempotencyKeyHeader(req: { getHeader(name: string): string; for
   return sent ? IDEMPOTENCY_KEY_SENT_EMPTY : '';
 }
 
+/**
+ * True when a stored result shows a customer other than `customerId`: `data.customer_id`, or one level
+ * down (an order's `{ order, payment }`). Idempotency keys are scoped to the account, so a key scoped to
+ * one customer could otherwise replay, by reusing a key, a result the account made for another.
+ */
+export function storedForAnotherCustomer(json: string | undefined, customerId: string): boolean {
+  if (json === undefined) return false;
+  const data = (JSON.parse(json) as { data?: unknown }).data;
+  if (typeof data !== 'object' || data === null) return false;
+  const shown = [data, ...Object.values(data)].flatMap((o) => (typeof o === 'object' && o !== null && 'customer_id' in o ? [(o as { customer_id: unknown }).customer_id] : []));
+  return shown.some((id) => typeof id === 'string' && id !== customerId);
+}
+
+/** What a customer-scoped key gets for a key whose stored result is another customer's. */
+export const FOREIGN_REPLAY: StoredReply = Object.freeze({ status: 403, error: { code: 'FORBIDDEN', message: 'This Idempotency-Key holds a result of another customer; a customer-scoped key cannot replay it.' } });
+
 export class IdempotencyIndex {
   /**
    * hash → where a record with that hash is stored, packed (packIdemAt: partition and row); several

@@ -10,7 +10,7 @@ import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_li
 import { normalizeIp, type Authenticator } from './auth.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
-import { framingProblem } from './framing.ts';
+import { closedForFraming } from './framing.ts';
 import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
@@ -171,13 +171,7 @@ export class HttpServer {
       this.process(res, incoming, EMPTY_BODY);
       return;
     }
-    const framing = framingProblem(req);
-    if (framing !== null) {
-      // Closed at once, unanswered: after any reply uWS still runs what follows in its buffer (the
-      // smuggled request), and a close right after a reply is refused. (A proxy answers its client 502.)
-      this.deps.log(`request ${incoming.requestId}: ${framing} Connection closed.`);
-      return void res.close();
-    }
+    if (closedForFraming(req, res, (why) => this.deps.log(`request ${incoming.requestId}: ${why} Connection closed.`))) return;
     const declared = Number(req.getHeader('content-length') || '0');
     if (declared > this.deps.bodyBytesMax) {
       this.refuseOversized(res, incoming);
@@ -337,7 +331,7 @@ export class HttpServer {
     if (route.method === 'POST' && key !== null && ctx.idempotencyKey !== null && route.idempotent !== true && route.keyedInShard !== true) {
       // Every POST honours an Idempotency-Key; routes without a shard command keep the result here.
       const fingerprint = FrontIdempotencyStore.fingerprint(route.method, incoming.path, rawBody);
-      return this.deps.frontIdempotency.run(`${owner}:${ctx.idempotencyKey}`, fingerprint, async () => route.handle(ctx)).then((result) => {
+      return this.deps.frontIdempotency.run(`${owner}:${ctx.idempotencyKey}`, fingerprint, async () => route.handle(ctx), key.customerId).then((result) => {
         if (result !== 'replay_mismatch') return { reply: result, rate };
         return { reply: this.errorReply(reject('IDEMPOTENCY_REPLAY', 'This Idempotency-Key was used with a different request; retries must repeat the key and body exactly.')), rate };
       });
