@@ -12,6 +12,8 @@ import { restoreBackup, takeSnapshot } from './backup.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { startConnector } from './connector.ts';
 import { makeDir } from '../store/private-files.ts';
+import { ipAllowProblem, scopeProblem } from '../http/auth.ts';
+import { isUlid } from '../ids.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -36,9 +38,10 @@ const progress = (message: string): void => {
 
 function keyLine(k: KeyRecord): string {
   const expires = k.expiresAtMs === null ? '' : ` expires ${new Date(k.expiresAtMs).toISOString()}`;
+  const status = k.status === 'active' && k.expiresAtMs !== null && k.expiresAtMs <= Date.now() ? 'expired' : k.status;
   const scoped = k.customerId === null ? '' : ` customer ${k.customerId}`;
   const ips = k.ipAllow.length === 0 ? '' : ` ip ${k.ipAllow.join(',')}`;
-  return `${k.id}  ${k.prefix}…  ${k.env}  account ${k.account}  ${k.status}  scopes ${k.scopes.join(',')}${scoped}${ips}${expires}`;
+  return `${k.id}  ${k.prefix}…  ${k.env}  account ${k.account}  ${status}  scopes ${k.scopes.join(',')}${scoped}${ips}${expires}`;
 }
 
 const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -72,6 +75,9 @@ keys
   .option('--customer <id>', 'mint a key that acts for this one customer only')
   .option('--label <text>', 'a note shown in keys list')
   .action((opts: { env: 'test' | 'live'; account: string; scopes: string[]; ipAllow: string[]; customer?: string; label?: string }) => {
+    const problem = opts.scopes.map(scopeProblem).find((p) => p !== null) ?? opts.ipAllow.map(ipAllowProblem).find((p) => p !== null)
+      ?? (opts.customer !== undefined && !isUlid(opts.customer) ? `--customer ${opts.customer} is not a customer id (a ULID)` : null);
+    if (problem !== null) throw new Error(`keys create: ${problem}`);
     const control = new ControlStore(config.dataDir);
     const secret = generateSecret(opts.env);
     const record = control.insertKey({ secret, account: opts.account, scopes: opts.scopes, ipAllow: opts.ipAllow, customerId: opts.customer ?? null, label: opts.label ?? null, nowMs: Date.now() });

@@ -54,6 +54,26 @@ export class Authenticator {
   }
 }
 
+/** The resource families a key's scopes may name (every key-authenticated route belongs to one). */
+export const SCOPE_FAMILIES: readonly string[] = ['beneficiaries', 'customers', 'exchange', 'payments', 'services', 'test_helpers', 'transactions', 'transfers', 'wallets', 'webhooks'];
+
+/** Why a scope is not one a key can carry ('*', 'read', '<family>', '<family>:read', '<family>:write'), or null. */
+export function scopeProblem(scope: string): string | null {
+  const [family = '', access, extra] = scope.split(':');
+  if (scope === '*' || scope === 'read') return null;
+  if (SCOPE_FAMILIES.includes(family) && extra === undefined && (access === undefined || access === 'read' || access === 'write')) return null;
+  return `scope "${scope}" is not '*', 'read', or one of ${SCOPE_FAMILIES.join(', ')} with an optional :read or :write`;
+}
+
+/** Why an --ip-allow entry is not an IP address or CIDR block, or null. */
+export function ipAllowProblem(entry: string): string | null {
+  const [address = '', bits, extra] = entry.split('/');
+  const version = net.isIP(address);
+  const bitsMax = version === 6 ? 128 : 32;
+  if (version !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= bitsMax))) return null;
+  return `"${entry}" is not an IP address or CIDR block (e.g. 203.0.113.7, 10.0.0.0/8, 2001:db8::/32)`;
+}
+
 export function scopeAllows(scopes: readonly string[], route: Pick<CompiledRoute, 'method' | 'family'>): boolean {
   const read = route.method === 'GET';
   return scopes.some(
@@ -76,7 +96,9 @@ export function normalizeIp(ip: string): string {
 
 export function ipAllowed(allow: readonly string[], ip: string): boolean {
   const list = new net.BlockList();
-  for (const entry of allow) {
+  // An entry that is no address (written before the CLI checked them) allows nothing, rather than
+  // failing every request of the key with a 500.
+  for (const entry of allow.filter((e) => ipAllowProblem(e) === null)) {
     const [address, bits] = entry.split('/');
     const type = net.isIPv6(address ?? '') ? 'ipv6' : 'ipv4';
     if (bits === undefined) list.addAddress(address!, type);

@@ -191,9 +191,13 @@ export class ControlStore {
   rotate(id: string, options: { graceMs: number; nowMs: number }): { secret: string; record: KeyRecord } {
     const old = this.findById(id);
     if (old === undefined || old.status !== 'active') throw new Error(`keys: no active key ${id}`);
+    // An expired key stays dead: rotating it again must not bring its secret back.
+    if (old.expiresAtMs !== null && old.expiresAtMs <= options.nowMs) throw new Error(`keys: key ${id} has expired (rotated); rotate its replacement instead`);
     const secret = generateSecret(old.env);
     const record = this.insertKey({ secret, account: old.account, scopes: old.scopes, ipAllow: old.ipAllow, customerId: old.customerId, label: old.label, nowMs: options.nowMs });
-    this.db.prepare('UPDATE api_keys SET expires_at_ms = ? WHERE id = ?').run(options.nowMs + options.graceMs, id);
+    // A second rotation during the grace may shorten the old key's life, never lengthen it.
+    const expiresAtMs = Math.min(old.expiresAtMs ?? Number.POSITIVE_INFINITY, options.nowMs + options.graceMs);
+    this.db.prepare('UPDATE api_keys SET expires_at_ms = ? WHERE id = ?').run(expiresAtMs, id);
     return { secret, record };
   }
 

@@ -82,3 +82,48 @@ test('start: no key configured on a fresh data dir → a sandbox key is created 
     await again.stop();
   }
 });
+
+test('keys create refuses a scope, IP or customer that is not one; rotate never brings an expired key back nor lengthens a grace', { timeout: 90_000 }, async () => {
+  const dataDir = tempDataDir();
+  assert.equal(kobo(dataDir, '--init', 'keys', 'list').status, 0);
+  for (const [args, why] of [
+    [['--scopes', 'payment:read'], /scope "payment:read" is not/],
+    [['--scopes', 'payments:delete'], /scope "payments:delete" is not/],
+    [['--scopes', 'payments:read:x'], /scope "payments:read:x" is not/],
+    [['--ip-allow', '999.1.1.1'], /"999.1.1.1" is not an IP address or CIDR block/],
+    [['--ip-allow', '10.0.0.0/33'], /"10.0.0.0\/33" is not an IP address/],
+    [['--ip-allow', 'abc'], /"abc" is not an IP address/],
+    [['--customer', 'NOTANID'], /--customer NOTANID is not a customer id/],
+  ] as const) {
+    const refused = kobo(dataDir, 'keys', 'create', '--account', 'ops', ...args);
+    assert.notEqual(refused.status, 0, `${args.join(' ')} accepted:\n${refused.stdout}`);
+    assert.match(refused.stderr, why);
+  }
+  for (const args of [['--scopes', '*'], ['--scopes', 'read,payments:write,webhooks'], ['--ip-allow', '127.0.0.1,10.0.0.0/8,2001:db8::/32']]) {
+    assert.equal(kobo(dataDir, 'keys', 'create', '--account', 'ops', ...args).status, 0, args.join(' '));
+  }
+  assert.doesNotMatch(kobo(dataDir, 'keys', 'list').stdout, /payment:read|999\.1/, 'nothing refused was stored');
+
+  const original = kobo(dataDir, 'keys', 'create', '--account', 'ops', '--label', 'leaked');
+  const secret = secretOf(original.stdout);
+  const id = idOf(original.stdout);
+  assert.equal(kobo(dataDir, 'keys', 'rotate', id, '--grace-hours', '0.0005').status, 0); // 1.8 s
+  // A second rotation inside the grace asks for 24 h: the old key's end does not move.
+  const second = kobo(dataDir, 'keys', 'rotate', id, '--grace-hours', '24');
+  assert.equal(second.status, 0, second.stderr);
+  const line = kobo(dataDir, 'keys', 'list').stdout.split('\n').find((l) => l.startsWith(id))!;
+  const expiresAt = Date.parse(/expires (\S+)/.exec(line)![1]!);
+  assert.ok(expiresAt - Date.now() < 5_000, `still ends within seconds: ${line}`);
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 100));
+  assert.match(kobo(dataDir, 'keys', 'list').stdout.split('\n').find((l) => l.startsWith(id))!, /  expired  /);
+  const again = kobo(dataDir, 'keys', 'rotate', id, '--grace-hours', '24');
+  assert.notEqual(again.status, 0, 'an expired key cannot be rotated back to life');
+  assert.match(again.stderr, /has expired/);
+  const server = await startServer({ dataDir, keys: [] });
+  try {
+    const r = await client(server.baseUrl, secret)('GET', '/v1/test_helpers/clock');
+    assert.equal(r.status, 401, 'the old secret stays refused');
+  } finally {
+    await server.stop();
+  }
+});

@@ -26,6 +26,7 @@ const keys = {
   ipLoopback: secretKey(),
   ipSubnet: secretKey(),
   ipSecondLoopback: secretKey(),
+  ipMalformed: secretKey(),
   customerScoped: secretKey(),
 };
 let rotatedNew = '';
@@ -101,6 +102,8 @@ before(async () => {
   add(keys.ipLoopback, { ipAllow: ['127.0.0.1'] });
   add(keys.ipSubnet, { ipAllow: ['10.0.0.0/8', '127.0.0.0/8'] });
   add(keys.ipSecondLoopback, { ipAllow: ['127.0.0.2'] });
+  // Written before the CLI checked entries: one is no address at all.
+  add(keys.ipMalformed, { ipAllow: ['999.1.1.1', '127.0.0.1'] });
   store.close();
 
   server = await startServer({ dataDir });
@@ -229,6 +232,11 @@ describe('authorization: scopes', () => {
 describe('authorization: source-IP allowlist', () => {
   it("ipAllow ['10.1.2.3'], request from 127.0.0.1 → 403 FORBIDDEN", async () => {
     assertError(await api('GET', `/v1/customers/${custA.id}`, { key: keys.ipElsewhere }), 403, 'FORBIDDEN');
+  });
+
+  it("ipAllow with an entry that is no address ('999.1.1.1') → that entry allows nothing, the others still do; never a 500", async () => {
+    const res = await api('GET', `/v1/customers/${custA.id}`, { key: keys.ipMalformed });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
   it("ipAllow ['127.0.0.1'] or a 127.0.0.0/8 subnet, request from 127.0.0.1 → allowed", async () => {
