@@ -100,42 +100,6 @@ describe('purchase flows (steps 1–9)', () => {
     await until(statusOf(ok.body.data.order.id), (s) => s.status === 'completed', 'completed');
   });
 
-  it('data (fixed price): a quote takes product_code, refuses an amount or operator that is not the plan\'s, and binds the plan', async () => {
-    const c = await customer(2_000_000);
-    const plans = (await api('GET', `/v1/services/data/plans?country=NG&operator=MTN&customer_id=${c.id}`)).body.data.items.filter((p: { amount_minor: number | null }) => p.amount_minor !== null);
-    assert.ok(plans.length >= 2, JSON.stringify(plans));
-    const [plan, other] = plans;
-    const phone = mtnPhone();
-    const quoteBody = { customer_id: c.id, country_code: 'NG', service_code: 'data', currency: 'NGN', payment_method: 'wallet', operator_code: 'MTN', phone };
-    const quote = (body: Record<string, unknown>) => api('POST', '/v1/services/quote', { body: { ...quoteBody, ...body } });
-    for (const bad of [
-      { provider_cost_minor: plan.amount_minor + 1, product_code: plan.code },
-      { provider_cost_minor: plan.amount_minor, product_code: 'no_such_plan' },
-    ]) {
-      const refused = await quote(bad);
-      assert.equal(refused.status, 400, JSON.stringify(refused.body));
-      assert.equal(refused.body.error.code, 'VALIDATION');
-    }
-    const glo = (await api('GET', `/v1/services/data/plans?country=NG&operator=GLO&customer_id=${c.id}`)).body.data.items.find((p: { amount_minor: number | null }) => p.amount_minor !== null);
-    if (glo !== undefined) {
-      const wrongOperator = await quote({ provider_cost_minor: glo.amount_minor, product_code: glo.code });
-      assert.equal(wrongOperator.status, 400, JSON.stringify(wrongOperator.body));
-    }
-    const quoted = await quote({ provider_cost_minor: plan.amount_minor, product_code: plan.code });
-    assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
-    assert.equal(quoted.body.data.product_code, plan.code);
-    assert.equal(quoted.body.data.provider_cost_minor, plan.amount_minor);
-    const base = { customer_id: c.id, country_code: 'NG', service_code: 'data', currency: 'NGN', payment_method: 'wallet', operator_code: 'MTN', phone, quote_id: quoted.body.data.quote_id };
-    // Another plan under the quote: QUOTE_MISMATCH (the quote binds its plan as well as its amount).
-    const swapped = await order({ ...base, provider_cost_minor: other.amount_minor, product_code: other.code });
-    assert.equal(swapped.status, 409, JSON.stringify(swapped.body));
-    assert.equal(swapped.body.error.code, 'QUOTE_MISMATCH');
-    const created = await order({ ...base, provider_cost_minor: plan.amount_minor, product_code: plan.code });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.equal(created.body.data.order.product_code, plan.code);
-    assert.equal(created.body.data.order.customer_amount_minor, quoted.body.data.customer_amount_minor);
-  });
-
   for (const meter of ['prepaid', 'postpaid']) {
     it(`electricity (${meter}): validate the meter, order → completed with a fulfillment snapshot`, async () => {
       const c = await customer(5_000_000);
