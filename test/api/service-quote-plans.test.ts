@@ -1,6 +1,7 @@
-// Service quotes that name a plan (the spec's plan `code` goes on quote and order as product_code): the
-// plan must exist, belong to the operator and, for a fixed-price service, fix the amount; the quote
-// shows and binds it, so an order for another plan under that quote is QUOTE_MISMATCH.
+// Plans on quotes and listings. A quote that names a plan (the spec's plan `code` goes on quote and order
+// as product_code) must name one of the operator's plans and, for a fixed-price service, its amount; the
+// quote shows and binds it (another plan under the quote is QUOTE_MISMATCH). The plans listing takes
+// the operator as `operator` or `operator_code`, the two names the spec uses.
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, type TestServer } from '../helpers/server.ts';
@@ -65,4 +66,19 @@ it('data (fixed price): a quote takes product_code, refuses an amount or operato
   assert.equal(created.status, 201, JSON.stringify(created.body));
   assert.equal(created.body.data.order.product_code, plan.code);
   assert.equal(created.body.data.order.customer_amount_minor, quoted.body.data.customer_amount_minor);
+});
+
+it('plans: operator_code is taken like operator (the spec names it both ways); the two disagreeing → 400', async () => {
+  const ng1 = (await customer(10_000)).id;
+  const byAlias = await api('GET', `/v1/services/data/plans?country=NG&operator_code=MTN&customer_id=${ng1}`);
+  assert.equal(byAlias.status, 200, JSON.stringify(byAlias.body));
+  const byName = await api('GET', `/v1/services/data/plans?country=NG&operator=MTN&customer_id=${ng1}`);
+  assert.deepEqual(byAlias.body.data, byName.body.data);
+  const both = await api('GET', `/v1/services/data/plans?country=NG&operator=mtn&operator_code=MTN&customer_id=${ng1}`);
+  assert.equal(both.status, 200);
+  for (const bad of [`operator=MTN&operator_code=GLO`, `operator_code=VODACOM`]) {
+    const refused = await api('GET', `/v1/services/data/plans?country=NG&${bad}&customer_id=${ng1}`);
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'VALIDATION');
+  }
 });
