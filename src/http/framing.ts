@@ -15,11 +15,14 @@ function framingProblem(req: HttpRequest): string | null {
   }
   let length: string | null = null;
   let conflicting = false;
+  let codings = 0;
   req.forEach((name, value) => {
+    if (name === 'transfer-encoding') codings += 1;
     if (name !== 'content-length') return;
     if (length !== null && value.trim() !== length) conflicting = true;
     length = value.trim();
   });
+  if (codings > 1) return 'More than one Transfer-Encoding header: the body\'s framing is ambiguous.';
   return conflicting ? 'Content-Length headers disagree: the body\'s length is ambiguous.' : null;
 }
 
