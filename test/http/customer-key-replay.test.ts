@@ -57,6 +57,15 @@ it('settle helper and payment create (idempotent routes): the scoped key reusing
   refusedWithoutLeak(await scoped('POST', `/v1/test_helpers/payments/${payment.body.data.id}/settle`, { idempotencyKey: settleKey }), 'settle replay');
 });
 
+it('service quote (kept in the shard): the scoped key reusing the account\'s key for another customer\'s quote → 403, no leak', async () => {
+  const quoteKey = idem('q');
+  const body = { customer_id: theirs, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', phone: '+2348031234567' };
+  const quoted = await api('POST', '/v1/services/quote', { idempotencyKey: quoteKey, body });
+  assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
+  assert.equal(quoted.body.data.customer_id, theirs);
+  refusedWithoutLeak(await scoped('POST', '/v1/services/quote', { idempotencyKey: quoteKey, body }), 'quote replay');
+});
+
 it('the scoped key\'s own results still replay byte for byte under its keys', async () => {
   const own = idem('own');
   const body = { type: 'funding', customer_id: mine, amount_minor: 20_000, currency: 'NGN' };

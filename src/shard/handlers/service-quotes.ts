@@ -211,6 +211,7 @@ export function serviceQuoteView(q: ServiceQuote): object {
   return {
     quote_id: q.id,
     object: 'service_quote',
+    customer_id: q.customerId,
     service_code: q.serviceCode,
     country_code: q.countryCode,
     source_currency: q.sourceCurrency,
