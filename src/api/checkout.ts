@@ -8,11 +8,23 @@ import { reject } from '../errors.ts';
 
 const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+/**
+ * The page holds its token in its address and a Pay button: no other site may frame it (clickjacking),
+ * no cache may keep it, and no link from it may carry the address on in a Referer.
+ */
+const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Type': 'text/html; charset=utf-8',
+  'X-Frame-Options': 'DENY',
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  'Referrer-Policy': 'no-referrer',
+  'Cache-Control': 'no-store',
+});
+
 function page(title: string, body: string): Reply {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}button{font-size:1rem;padding:.6rem 1.2rem;margin-right:.5rem}</style>
 </head><body><h1>${escape(title)}</h1>${body}<p><small>kobo sandbox checkout — no real card is charged.</small></p></body></html>`;
-  return { status: 200, json: html, headers: { 'Content-Type': 'text/html; charset=utf-8' } };
+  return { status: 200, json: html, headers: PAGE_HEADERS };
 }
 
 function formatAmount(minor: number, currency: string): string {

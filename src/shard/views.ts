@@ -2,7 +2,7 @@
 // Runs inside shard workers. One name per concept: `providerCostMinor` inside is `provider_cost_minor` out.
 // Invariant: available_minor = balance_minor - held_minor for every wallet view.
 import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
-import type { Customer, Payment, Transaction, Wallet } from './state.ts';
+import { collectionExpiresAtMs, type Customer, type Payment, type Transaction, type Wallet } from './state.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -102,9 +102,9 @@ function providerView(p: Payment): object {
   if (p.owner.startsWith('live:') && p.method !== 'wallet') {
     return { type: p.method, checkout_url: p.rail?.payUrl ?? null, provider_reference: p.rail?.providerReference ?? null };
   }
-  if (p.method === 'card') return { type: 'card', checkout_url: checkoutUrl(p) };
+  if (p.method === 'card') return { type: 'card', checkout_url: checkoutUrl(p), expires_at: iso(collectionExpiresAtMs(p)) };
   if (p.method === 'mobile_money') {
-    return { type: 'mobile_money', instructions: { phone: p.promptPhone ?? null, message: 'Approve the payment prompt sent to this phone.' } };
+    return { type: 'mobile_money', instructions: { phone: p.promptPhone ?? null, message: 'Approve the payment prompt sent to this phone.', expires_at: iso(collectionExpiresAtMs(p)) } };
   }
   if (p.instructions !== null) {
     const i = p.instructions;

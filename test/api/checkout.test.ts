@@ -8,7 +8,8 @@ let server: TestServer;
 let api: ReturnType<typeof client>;
 
 before(async () => {
-  server = await startServer({ keys: [`${key}@cards`] });
+  // No expiry sweep during the run: what the page does with a collection past its expiry is its own check.
+  server = await startServer({ keys: [`${key}@cards`], env: { KOBO_COLLECTION_SWEEP_MS: '86400000' } });
   api = client(server.baseUrl, key);
 });
 after(async () => server.stop());
@@ -98,4 +99,36 @@ test('card paid on the page after the sandbox clock moved ahead → completed on
   const times = txn.status_history.map((h: { at: string }) => Date.parse(h.at));
   assert.deepEqual(times, [...times].sort((a: number, b: number) => a - b), 'the history runs forward');
   assert.ok(times.every((t: number) => t >= createdMs), JSON.stringify(txn.status_history));
+});
+
+test('card past its expires_at (on the account clock), before any sweep: the page can neither pay nor decline it (409), nor can the settle helper; nothing is credited', async () => {
+  const c = await customer('NG', ngPhone());
+  const p = (await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: c.id, amount_minor: 200_000, currency: 'NGN', method: 'card' } })).body.data;
+  assert.equal(Date.parse(p.provider.expires_at) - Date.parse(p.created_at), 86_400_000, 'a card collection shows its expiry: a day');
+  const bank = (await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: c.id, amount_minor: 200_000, currency: 'NGN', method: 'bank_transfer' } })).body.data;
+  assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 86_401 } })).status, 200);
+  const url = p.provider.checkout_url as string;
+  for (const action of ['complete', 'decline']) {
+    const r = await page('POST', url.replace('?token=', `/${action}?token=`));
+    assert.equal(r.status, 409, `${action}: ${r.html}`);
+    assert.match(r.html, /expired/);
+  }
+  for (const id of [p.id, bank.id]) {
+    const settled = await api('POST', `/v1/test_helpers/payments/${id}/settle`);
+    assert.equal(settled.status, 409, JSON.stringify(settled.body));
+    assert.match(settled.body.error.message, /expired at/);
+  }
+  assert.equal((await api('GET', `/v1/payments/${p.id}`)).body.data.status, 'pending', 'the sweep (not run here) is what fails it');
+  assert.equal((await api('GET', `/v1/wallets/${c.walletId}`)).body.data.balance_minor, 0, 'nothing credited');
+});
+
+test('the checkout page cannot be framed, cached or leak its token through Referer', async () => {
+  const c = await customer('NG', ngPhone());
+  const p = (await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: c.id, amount_minor: 200_000, currency: 'NGN', method: 'card' } })).body.data;
+  const r = await fetch(p.provider.checkout_url);
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('x-frame-options'), 'DENY');
+  assert.match(r.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+  assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
+  assert.equal(r.headers.get('cache-control'), 'no-store');
 });

@@ -12,7 +12,7 @@ import type { FailureCode } from '../../../machines/transaction.machine.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { collectionExpiresAtMs, expiresUnpaid, COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
-import { paymentView } from '../views.ts';
+import { iso, paymentView } from '../views.ts';
 import {
   effectsOf,
   accessRejection,
@@ -217,6 +217,15 @@ export function submitPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: [railSettle(ctx, cmd, payment.id, txn.attempt)] };
 }
 
+/**
+ * A sandbox collection past its expiry (on the owner's clock) can no longer be paid or declined, even
+ * before the sweep gets to fail it with EXPIRED (the sweep runs every KOBO_COLLECTION_SWEEP_MS).
+ */
+function expiredRejection(ctx: HandlerContext, payment: Payment): Rejection | null {
+  if (!expiresUnpaid(payment) || ctx.nowMs < collectionExpiresAtMs(payment)) return null;
+  return reject('CONFLICT', `The collection expired at ${iso(collectionExpiresAtMs(payment))}; create a new payment.`);
+}
+
 export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.settle' }): Outcome {
   const payment = paymentFor(ctx, cmd, cmd.id);
   if (isRejection(payment)) return rejected(payment);
@@ -224,6 +233,8 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   if (cmd.attempt !== undefined && cmd.attempt !== txn.attempt) {
     return rejected(reject('CONFLICT', `The rail answered attempt ${cmd.attempt}; the payment is on attempt ${txn.attempt}.`));
   }
+  const expired = expiredRejection(ctx, payment);
+  if (expired !== null) return rejected(expired);
   // A wallet payment is a debit: it settles only by posting its hold. Without one (a retried payment
   // not yet re-submitted) the collection branch below would credit the wallet instead.
   if (payment.method === 'wallet' && txn.holdStatus !== 'held') {
@@ -324,6 +335,8 @@ export function checkoutPayment(ctx: HandlerContext, cmd: Command & { k: 'paymen
   // Live card payments are completed by the card rail's own page, never by kobo's sandbox page.
   if (isLiveOwner(payment.owner)) return rejected(reject('NOT_FOUND', 'No such checkout: the hosted checkout page is sandbox only.'));
   const asOwner = { owner: payment.owner, nowMs: cmd.nowMs, partition: cmd.partition, customerScope: null };
+  const expired = cmd.action === 'view' ? null : expiredRejection(ctx, payment);
+  if (expired !== null) return rejected(expired);
   if (cmd.action === 'complete') return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail' });
   if (cmd.action === 'decline') return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });
   const customer = ctx.state.customers.get(payment.customerId);
