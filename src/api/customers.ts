@@ -2,8 +2,6 @@
 // Main thread: normalises email and phone (libphonenumber), enforces per-account uniqueness through
 // the customer index, hashes PINs with scrypt off the event loop, then sends shard commands.
 // Invariant: a PIN is never stored or returned in clear; only `pin_set` is shown.
-import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { findCountry } from '../catalogue/countries.ts';
 import { reject, type Rejection } from '../errors.ts';
@@ -13,12 +11,11 @@ import { Customer, CustomerCreate, CustomerPatch, Wallet } from '../schemas/cust
 import type { CustomerPatchBody } from '../shard/protocol.ts';
 import { byIdHandler, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
 import { profileCache } from './profile-cache.ts';
+import { hashPin, pinCheck } from './pin-check.ts';
 import { accessRejection } from '../shard/lifecycle/context.ts';
 
 
-const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const PIN_SCRYPT_N = 16_384;
 
 export function normalizeEmail(email: string): string | Rejection {
   const value = email.trim().toLowerCase();
@@ -30,21 +27,6 @@ export function normalizePhone(phone: string): string | Rejection {
   const parsed = parsePhoneNumberFromString(phone);
   if (parsed === undefined || !parsed.isValid()) return reject('VALIDATION', 'phone is not a valid number.');
   return parsed.number;
-}
-
-export async function hashPin(pin: string): Promise<string> {
-  const salt = randomBytes(16);
-  const hash = await scryptAsync(pin, salt, 32, { N: PIN_SCRYPT_N });
-  return `scrypt:${PIN_SCRYPT_N}:${salt.toString('base64')}:${hash.toString('base64')}`;
-}
-
-/** Constant-time check of a PIN against its stored `scrypt:N:salt:hash`. */
-export async function verifyPin(pin: string, stored: string): Promise<boolean> {
-  const [scheme, n, salt, hash] = stored.split(':');
-  if (scheme !== 'scrypt' || n === undefined || salt === undefined || hash === undefined) return false;
-  const expected = Buffer.from(hash, 'base64');
-  const actual = await scryptAsync(pin, Buffer.from(salt, 'base64'), expected.length, { N: Number(n) });
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 function customerIdOf(reply: Reply): string | undefined {
@@ -102,7 +84,15 @@ async function patchCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>[
   }
   if (body.tier !== undefined) patch.tier = body.tier;
   if (body.kyc_level !== undefined) patch.kycLevel = body.kyc_level;
-  if (body.pin !== undefined) patch.pinHash = body.pin === null ? null : await hashPin(body.pin);
+  if (body.pin !== undefined) {
+    // A key that acts for the customer itself must prove the current PIN to change or remove it (and a
+    // locked PIN stays locked); the account's own keys may reset a forgotten one.
+    if (ctx.key?.customerId != null) {
+      const refused = await pinCheck(deps, ctx, id, partition);
+      if (refused !== null) return refused;
+    }
+    patch.pinHash = body.pin === null ? null : await hashPin(body.pin);
+  }
   if (patch.email === undefined && patch.phone === undefined) return command(deps, ctx, partition, { k: 'customer.update', id, patch });
 
   // Email or phone changes: read the current values (and check access) first, so the old ones are freed.

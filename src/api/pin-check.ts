@@ -1,12 +1,32 @@
-// The transaction PIN step-up for transfers and service orders: read the customer's PIN hash and
-// recent wrong attempts from its shard, refuse while locked, verify with scrypt off the event loop,
-// and record a wrong PIN durably (a WAL event in the customer's partition). Main thread.
+// The transaction PIN: its slow salted hash, and the step-up that transfers, service orders and a
+// customer-scoped key's PIN change ask for. Reads the customer's PIN hash and recent wrong attempts from
+// its shard, refuses while locked, verifies with scrypt off the event loop, and records a wrong PIN
+// durably (a WAL event in the customer's partition). Main thread.
 // Invariant: checks of one customer's PIN run one at a time, so parallel guesses cannot all pass the
 // attempt limit before the first wrong one is recorded; a lock holds until its window has passed.
 import { reject } from '../errors.ts';
 import type { Reply, RequestContext } from '../http/types.ts';
 import { command, errorOf, type ApiDeps } from './deps.ts';
-import { verifyPin } from './customers.ts';
+import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
+const PIN_SCRYPT_N = 16_384;
+
+export async function hashPin(pin: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scryptAsync(pin, salt, 32, { N: PIN_SCRYPT_N });
+  return `scrypt:${PIN_SCRYPT_N}:${salt.toString('base64')}:${hash.toString('base64')}`;
+}
+
+/** Constant-time check of a PIN against its stored `scrypt:N:salt:hash`. */
+export async function verifyPin(pin: string, stored: string): Promise<boolean> {
+  const [scheme, n, salt, hash] = stored.split(':');
+  if (scheme !== 'scrypt' || n === undefined || salt === undefined || hash === undefined) return false;
+  const expected = Buffer.from(hash, 'base64');
+  const actual = await scryptAsync(pin, Buffer.from(salt, 'base64'), expected.length, { N: Number(n) });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
 
 export interface PinPolicy {
   /** Wrong PINs within `lockMs` that lock the customer's PIN (KOBO_PIN_ATTEMPTS_MAX). */
@@ -63,6 +83,6 @@ export function pinCheck(deps: ApiDeps, ctx: RequestContext, customerId: string,
     const recorded = await command(deps, ctx, partition, { k: 'customer.pin_failed', id: customerId });
     if (recorded.status >= 500) return recorded;
     const remaining = policy.attemptsMax - (data.pin_failures_at_ms ?? []).filter((at) => at > ctx.nowMs - policy.lockMs).length - 1;
-    return errorOf(reject('PIN_REQUIRED', remaining > 0 ? `The transaction PIN is not correct (${remaining} attempts left before it locks).` : 'The transaction PIN is not correct; it is now locked.'));
+    return errorOf(reject('PIN_REQUIRED', remaining > 0 ? `The transaction PIN is not correct (${remaining} ${remaining === 1 ? 'attempt' : 'attempts'} left before it locks).` : 'The transaction PIN is not correct; it is now locked.'));
   });
 }
