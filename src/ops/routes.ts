@@ -20,8 +20,10 @@ export interface OpsDeps {
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
-  const given = Buffer.from(header ?? '');
-  const expected = Buffer.from(`Bearer ${token}`);
+  // The scheme is case-insensitive (RFC 9110 §11.1), as it is for API keys; the token is compared in constant time.
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  const given = Buffer.from(match?.[1] ?? '');
+  const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 

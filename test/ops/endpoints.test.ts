@@ -133,6 +133,11 @@ test('KOBO_METRICS_TOKEN: /metrics needs the bearer token; /healthz stays open',
     const allowed = await fetch(`${guarded.baseUrl}/metrics`, { headers: { authorization: 'Bearer scrape-secret-1' } });
     assert.equal(allowed.status, 200);
     assert.match(await allowed.text(), /kobo_http_requests_total/);
+    // The scheme is case-insensitive; the token is not, and nothing may follow it.
+    assert.equal((await fetch(`${guarded.baseUrl}/metrics`, { headers: { authorization: 'bearer scrape-secret-1' } })).status, 200);
+    for (const header of ['Bearer SCRAPE-SECRET-1', 'Bearer scrape-secret-1 extra', 'Basic scrape-secret-1', 'Bearer scrape-secret-12']) {
+      assert.equal((await fetch(`${guarded.baseUrl}/metrics`, { headers: { authorization: header } })).status, 401, header);
+    }
     assert.equal((await fetch(`${guarded.baseUrl}/healthz`)).status, 200);
   } finally {
     await guarded.stop();
