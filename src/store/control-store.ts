@@ -124,6 +124,13 @@ export interface NewKey {
   nowMs: number;
 }
 
+/**
+ * What a key record shows of its secret: `sk_test_` / `sk_live_` and two characters, enough to tell
+ * keys apart in `keys list`. Secrets may be as short as 8 characters after the prefix, and the record
+ * also holds the secret's SHA-256: every character shown is one fewer to guess.
+ */
+const KEY_PREFIX_CHARS = 10;
+
 export class ControlStore {
   readonly db: Database.Database;
   private readonly byHash: Database.Statement;
@@ -132,6 +139,8 @@ export class ControlStore {
     makeDir(dataDir);
     this.db = openDatabase(path.join(dataDir, 'control.db'));
     this.db.exec(CONTROL_SCHEMA_SQL);
+    // Prefixes kept by older versions showed four characters of the secret (half of a minimum-length key).
+    this.db.prepare(`UPDATE api_keys SET prefix = substr(prefix, 1, ${KEY_PREFIX_CHARS}) WHERE length(prefix) > ${KEY_PREFIX_CHARS}`).run();
     this.byHash = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?');
   }
 
@@ -150,7 +159,7 @@ export class ControlStore {
     const record: KeyRecord = {
       id: `key_${ulid(key.nowMs)}`,
       hash: hashKey(key.secret),
-      prefix: key.secret.slice(0, 12),
+      prefix: key.secret.slice(0, KEY_PREFIX_CHARS),
       account: key.account,
       env,
       scopes: key.scopes ?? ['*'],

@@ -33,6 +33,8 @@ test('keys: create, list, scope, rotate and revoke take effect on the running se
     const listed = kobo(dataDir, 'keys', 'list');
     assert.equal(listed.status, 0);
     assert.ok(!listed.stdout.includes(secret), 'keys list must never print a secret');
+    assert.ok(listed.stdout.includes(`${secret.slice(0, 10)}…`), 'it shows the prefix and two characters');
+    assert.ok(!listed.stdout.includes(secret.slice(0, 11)), 'and not a third');
     assert.match(listed.stdout, /account ops/);
 
     const readOnly = secretOf(kobo(dataDir, 'keys', 'create', '--account', 'ops', '--scopes', 'read').stdout);
