@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { PARTITIONS, SECRET_KEY_PATTERN, type Config } from './config.ts';
+import { keyEntry, PARTITIONS, SECRET_KEY_PATTERN, type Config } from './config.ts';
 import assert from 'node:assert/strict';
 import { connectorRoutes } from './api/connectors.ts';
 import { coverageOf } from './connectors/connector-config.ts';
@@ -73,9 +73,8 @@ export type Log = (message: string, fields?: Record<string, unknown>) => void;
 /** Registers KOBO_API_KEYS entries (`key` or `key@account`); creates a sandbox key on a fresh data dir. */
 export function bootstrapKeys(control: ControlStore, entries: readonly string[], nowMs: number): string | null {
   for (const entry of entries) {
-    const at = entry.indexOf('@');
-    const secret = at < 0 ? entry : entry.slice(0, at);
-    const account = at < 0 ? `acct_${createHash('sha256').update(secret).digest('hex').slice(0, 12)}` : entry.slice(at + 1);
+    const { secret, account: named } = keyEntry(entry);
+    const account = named ?? `acct_${createHash('sha256').update(secret).digest('hex').slice(0, 12)}`;
     assert(SECRET_KEY_PATTERN.test(secret), 'bootstrapKeys: loadConfig checked every KOBO_API_KEYS entry');
     control.insertKey({ secret, account, nowMs, label: 'KOBO_API_KEYS' });
   }

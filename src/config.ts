@@ -142,14 +142,19 @@ export const SECRET_KEY_PATTERN = /^sk_(test|live)_[A-Za-z0-9_-]{8,128}$/;
 function keysFrom(env: NodeJS.ProcessEnv): string[] {
   const entries = (env.KOBO_API_KEYS ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   for (const entry of entries) {
-    const at = entry.indexOf('@');
-    const secret = at < 0 ? entry : entry.slice(0, at);
+    const { secret, account } = keyEntry(entry);
     if (!SECRET_KEY_PATTERN.test(secret)) {
       throw new ConfigError(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… is not a secret key (sk_test_ or sk_live_, then 8–128 of A–Z a–z 0–9 _ -)`);
     }
-    if (at >= 0 && entry.slice(at + 1).trim() === '') throw new ConfigError(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… has an empty account name after @`);
+    if (account !== null && account.trim() === '') throw new ConfigError(`config: KOBO_API_KEYS entry ${secret.slice(0, 12)}… has an empty account name after @`);
   }
   return entries;
+}
+
+/** A KOBO_API_KEYS entry, `key` or `key@account` (account null: the key's own account). */
+export function keyEntry(entry: string): { secret: string; account: string | null } {
+  const at = entry.indexOf('@');
+  return at < 0 ? { secret: entry, account: null } : { secret: entry.slice(0, at), account: entry.slice(at + 1) };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {

@@ -4,11 +4,11 @@
 // durably (a WAL event in the customer's partition). Main thread.
 // Invariant: checks of one customer's PIN run one at a time, so parallel guesses cannot all pass the
 // attempt limit before the first wrong one is recorded; a lock holds until its window has passed.
+import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
 import { reject } from '../errors.ts';
 import type { Reply, RequestContext } from '../http/types.ts';
 import { command, errorOf, type ApiDeps } from './deps.ts';
-import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (pin: string, salt: Buffer, length: number, options: { N: number }) => Promise<Buffer>;
 const PIN_SCRYPT_N = 16_384;

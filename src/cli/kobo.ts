@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { ControlStore, generateSecret, type KeyRecord } from '../store/control-store.ts';
+import { ControlStore, generateSecret, keyExpired, type KeyRecord } from '../store/control-store.ts';
 import { verifyDataDir } from './verify.ts';
 import { restoreBackup, takeSnapshot } from './backup.ts';
 import { WebhookStore } from '../webhooks/store.ts';
@@ -38,7 +38,7 @@ const progress = (message: string): void => {
 
 function keyLine(k: KeyRecord): string {
   const expires = k.expiresAtMs === null ? '' : ` expires ${new Date(k.expiresAtMs).toISOString()}`;
-  const status = k.status === 'active' && k.expiresAtMs !== null && k.expiresAtMs <= Date.now() ? 'expired' : k.status;
+  const status = k.status === 'active' && keyExpired(k, Date.now()) ? 'expired' : k.status;
   const scoped = k.customerId === null ? '' : ` customer ${k.customerId}`;
   const ips = k.ipAllow.length === 0 ? '' : ` ip ${k.ipAllow.join(',')}`;
   return `${k.id}  ${k.prefix}…  ${k.env}  account ${k.account}  ${status}  scopes ${k.scopes.join(',')}${scoped}${ips}${expires}`;

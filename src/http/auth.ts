@@ -4,7 +4,7 @@
 // Invariant: a missing, malformed, unknown, revoked or expired key is 401; a key outside its grants is 403.
 import net from 'node:net';
 import { reject, type Rejection } from '../errors.ts';
-import { envOfSecret, type ControlStore, type KeyRecord } from '../store/control-store.ts';
+import { envOfSecret, keyExpired, type ControlStore, type KeyRecord } from '../store/control-store.ts';
 import type { CompiledRoute } from './types.ts';
 import { SECRET_KEY_PATTERN } from '../config.ts';
 
@@ -39,7 +39,7 @@ export class Authenticator {
     const record = cached.record;
     if (record === undefined) return reject('UNAUTHENTICATED', 'The secret key is not recognised.');
     if (record.status === 'revoked') return reject('UNAUTHENTICATED', 'The secret key has been revoked.');
-    if (record.expiresAtMs !== null && nowMs >= record.expiresAtMs) return reject('UNAUTHENTICATED', 'The secret key has expired (rotated).');
+    if (keyExpired(record, nowMs)) return reject('UNAUTHENTICATED', 'The secret key has expired (rotated).');
     return record;
   }
 
@@ -94,8 +94,13 @@ export function normalizeIp(ip: string): string {
   return lower;
 }
 
-export function ipAllowed(allow: readonly string[], ip: string): boolean {
-  const list = new net.BlockList();
+/** Each allowlist's BlockList, built once per key record (records are cached; a new record, a new list). */
+const blockLists = new WeakMap<readonly string[], net.BlockList>();
+
+function blockListOf(allow: readonly string[]): net.BlockList {
+  let list = blockLists.get(allow);
+  if (list !== undefined) return list;
+  list = new net.BlockList();
   // An entry that is no address (written before the CLI checked them) allows nothing, rather than
   // failing every request of the key with a 500.
   for (const entry of allow.filter((e) => ipAllowProblem(e) === null)) {
@@ -104,6 +109,12 @@ export function ipAllowed(allow: readonly string[], ip: string): boolean {
     if (bits === undefined) list.addAddress(address!, type);
     else list.addSubnet(address!, Number(bits), type);
   }
+  blockLists.set(allow, list);
+  return list;
+}
+
+export function ipAllowed(allow: readonly string[], ip: string): boolean {
+  const list = blockListOf(allow);
   const type = net.isIPv6(ip) ? 'ipv6' : 'ipv4';
   return net.isIP(ip) !== 0 && list.check(ip, type);
 }

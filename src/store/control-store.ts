@@ -83,6 +83,11 @@ function actionOf(r: ActionRow): OperatorAction {
   return { id: r.id, kind: r.kind, target: r.target, payload: JSON.parse(r.payload) as OperatorAction['payload'], createdAtMs: r.created_at_ms, doneAtMs: r.done_at_ms, result: r.result };
 }
 
+/** A rotated key past its grace: refused (401), never rotated again, shown as `expired`. */
+export function keyExpired(key: Pick<KeyRecord, 'expiresAtMs'>, nowMs: number): boolean {
+  return key.expiresAtMs !== null && key.expiresAtMs <= nowMs;
+}
+
 export function hashKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
@@ -140,7 +145,9 @@ export class ControlStore {
     this.db = openDatabase(path.join(dataDir, 'control.db'));
     this.db.exec(CONTROL_SCHEMA_SQL);
     // Prefixes kept by older versions showed four characters of the secret (half of a minimum-length key).
-    this.db.prepare(`UPDATE api_keys SET prefix = substr(prefix, 1, ${KEY_PREFIX_CHARS}) WHERE length(prefix) > ${KEY_PREFIX_CHARS}`).run();
+    if (this.db.prepare(`SELECT 1 FROM api_keys WHERE length(prefix) > ${KEY_PREFIX_CHARS} LIMIT 1`).get() !== undefined) {
+      this.db.prepare(`UPDATE api_keys SET prefix = substr(prefix, 1, ${KEY_PREFIX_CHARS}) WHERE length(prefix) > ${KEY_PREFIX_CHARS}`).run();
+    }
     this.byHash = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?');
   }
 
@@ -201,7 +208,7 @@ export class ControlStore {
     const old = this.findById(id);
     if (old === undefined || old.status !== 'active') throw new Error(`keys: no active key ${id}`);
     // An expired key stays dead: rotating it again must not bring its secret back.
-    if (old.expiresAtMs !== null && old.expiresAtMs <= options.nowMs) throw new Error(`keys: key ${id} has expired (rotated); rotate its replacement instead`);
+    if (keyExpired(old, options.nowMs)) throw new Error(`keys: key ${id} has expired (rotated); rotate its replacement instead`);
     const secret = generateSecret(old.env);
     const record = this.insertKey({ secret, account: old.account, scopes: old.scopes, ipAllow: old.ipAllow, customerId: old.customerId, label: old.label, nowMs: options.nowMs });
     // A second rotation during the grace may shorten the old key's life, never lengthen it.

@@ -82,3 +82,21 @@ it('plans: operator_code is taken like operator (the spec names it both ways); t
     assert.equal(refused.body.error.code, 'VALIDATION');
   }
 });
+
+it('two plans at one price (GLO 2.5 GB/2 d and 1.5 GB/7 d, both 500.00): a quote for one does not buy the other (QUOTE_MISMATCH), only its own', async () => {
+  const c = await customer(2_000_000);
+  const plans = (await api('GET', `/v1/services/data/plans?country=NG&operator=GLO&customer_id=${c.id}`)).body.data.items as Array<{ code: string; amount_minor: number | null }>;
+  const quotedPlan = plans.find((p) => p.code === 'glo-2-5gb-2d');
+  const otherPlan = plans.find((p) => p.code === 'glo-1-5gb-7d');
+  assert.ok(quotedPlan !== undefined && otherPlan !== undefined && quotedPlan.amount_minor === otherPlan.amount_minor, JSON.stringify(plans));
+  const phone = `+234805${String(1_000_000 + Math.floor(Math.random() * 8_000_000)).slice(-7)}`;
+  const common = { customer_id: c.id, country_code: 'NG', service_code: 'data', currency: 'NGN', payment_method: 'wallet', operator_code: 'GLO', phone, provider_cost_minor: quotedPlan.amount_minor };
+  const quoted = await api('POST', '/v1/services/quote', { body: { ...common, product_code: quotedPlan.code } });
+  assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
+  const other = await order({ ...common, quote_id: quoted.body.data.quote_id, product_code: otherPlan.code });
+  assert.equal(other.status, 409, JSON.stringify(other.body));
+  assert.equal(other.body.error.code, 'QUOTE_MISMATCH');
+  const own = await order({ ...common, quote_id: quoted.body.data.quote_id, product_code: quotedPlan.code });
+  assert.equal(own.status, 201, JSON.stringify(own.body));
+  assert.equal(own.body.data.order.product_code, quotedPlan.code);
+});

@@ -14,7 +14,8 @@ import { checkoutUrl, paymentView, iso } from '../views.ts';
 import { customerFor, envOf, isRejection, limitRejection, okReply, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
 import { moveOrder, moveTransaction, newTransaction, movePayment } from '../lifecycle/lifecycle.ts';
-import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection, SERVICE_PAYMENT_METHODS } from './service-quotes.ts';
+import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection } from './service-quotes.ts';
+import { SERVICE_PAYMENT_METHODS } from '../../catalogue/services.ts';
 
 export function orderView(o: ServiceOrder): object {
   return {

@@ -30,7 +30,6 @@ import { methodsFor } from '../lifecycle/rail-requests.ts';
 import { iso } from '../views.ts';
 
 export const SERVICE_QUOTE_TTL_MS = 300_000;
-export { SERVICE_PAYMENT_METHODS };
 
 export interface Pricing {
   /** The payment method whose fee this prices; a quote binds it. */
