@@ -14,12 +14,13 @@ import { openDatabase } from '../src/store/shard-store.ts';
 import { COLD_SQL } from '../src/store/cold-table.ts';
 import { IDEM_LOG_SQL } from '../src/store/idem-log.ts';
 import { DUE_SQL } from '../src/store/due-log.ts';
-import { walSegmentSql } from '../src/store/wal-segments.ts';
+import { logSegmentSql, walSegmentSql } from '../src/journal/log-segments.ts';
+import { encodeLogBody, logRowChecksum } from '../src/journal/log-record.ts';
 import { FrontIdempotencyStore } from '../src/http/idempotency-store.ts';
 import { mintId } from '../src/ids.ts';
 
 const MODE = process.argv[2] ?? 'sqlite';
-if (MODE !== 'sqlite' && MODE !== 'file' && MODE !== 'echo') throw new Error(`floor-uws: mode must be sqlite, file or echo, not ${MODE}`);
+if (MODE !== 'sqlite' && MODE !== 'batchrow' && MODE !== 'file' && MODE !== 'echo') throw new Error(`floor-uws: mode must be sqlite, batchrow, file or echo, not ${MODE}`);
 const ECHO_REPLY = '{"data":{"object":"ping","received":true}}';
 const BODY_BYTES_MAX = 64 * 1024;
 const BATCH_MAX = 1024;
@@ -113,6 +114,25 @@ function sqliteWriter(): Writer {
   };
 }
 
+/**
+ * The floor of log v2's design: each command's ~400 B JSON record goes into ONE sqlite row per batch
+ * (kobo's own row codec, deflated), nothing else is written on the request path.
+ */
+function batchRowWriter(): Writer {
+  const file = path.join(dir, 'floor.db');
+  const db = openDatabase(file, { deferredSync: true });
+  db.exec(logSegmentSql('log_1'));
+  const insert = db.prepare('INSERT INTO log_1 (lsn_first, n, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
+  const journal = fs.openSync(`${file}-wal`, 'r');
+  return (batch, batchNo) => {
+    const records = batch.map((item) => ({ partition: item.rows!.partition, body: item.rows!.record }));
+    const body = encodeLogBody(records);
+    const lsnFirst = batch[0]!.rows!.lsn;
+    insert.run(lsnFirst, records.length, batchNo, body, logRowChecksum(lsnFirst, records.length, batchNo, body));
+    return journal;
+  };
+}
+
 function fileWriter(): Writer {
   const fd = fs.openSync(path.join(dir, 'floor.log'), 'a');
   return (batch) => {
@@ -131,7 +151,7 @@ function echoWriter(): Writer {
   };
 }
 
-const writer = MODE === 'sqlite' ? sqliteWriter() : MODE === 'file' ? fileWriter() : echoWriter();
+const writer = MODE === 'sqlite' ? sqliteWriter() : MODE === 'batchrow' ? batchRowWriter() : MODE === 'file' ? fileWriter() : echoWriter();
 let queue: Array<{ pending: Pending; rows: Rows | null }> = [];
 let lsnNext = 1;
 let batchNext = 1;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { ConnectorSchema, loadConnectorsFile, type ConnectorConfig } from './connectors/connector-config.ts';
-import { WAL_SEGMENT_RECORDS } from './store/wal-segments.ts';
+import { WAL_SEGMENT_RECORDS } from './journal/log-segments.ts';
 
 export const PARTITIONS = 64;
 

@@ -16,7 +16,11 @@ import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layo
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
 import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
-import { damagedColdRows } from '../store/cold-table.ts';
+import { damagedColdRows, kindCode } from '../store/cold-table.ts';
+import type { DerivedBatch } from '../store/derived-rows.ts';
+import { ownerOfScope } from '../store/tiers.ts';
+import { scopeHash } from '../store/scope-hash.ts';
+import { crc32 } from 'node:zlib';
 import { WebhookStore } from '../webhooks/store.ts';
 import { makeDir } from '../store/private-files.ts';
 
@@ -131,6 +135,7 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
   for (let shard = 0; shard < layout.shards; shard += 1) {
     // Offline, the shard's own file also gets the fresh images, so the next start replays less.
     const store = cut?.[shard] ?? new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: false });
+    let held: DerivedBatch = { cold: [], idem: [], due: [] };
     try {
       const recovered = recoverShard(store, { partitions: partitionsOf(shard, layout.shards), readonly: true });
       for (const [partition, state] of recovered.states) {
@@ -141,11 +146,15 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
         count += 1;
       }
       lsnOf.set(shard, recovered.lastLsn);
+      // Rows the replay derived from log records after the images: a running server may not have
+      // written them to their tables yet (log v2 writes them after the fsync, in bulk).
+      held = store.takeHeldDerived();
       progress(`shard ${shard}: ${recovered.states.size} partitions at LSN ${recovered.lastLsn}`);
     } finally {
       store.close();
     }
     const tiered = copyTiers(backup, path.join(dataDir, shardFile(shard)), lsnOf.get(shard) ?? 0);
+    addDerived(backup, held);
     progress(`shard ${shard}: ${tiered.cold} finished entities, ${tiered.idem} idempotency records`);
   }
   const control = openDatabase(path.join(dataDir, 'control.db'), { readonly: true });
@@ -175,6 +184,33 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} appeared while the backup was written; choose another --out`);
   fs.renameSync(partial, outFile);
   return { file: outFile, partitions: count, bytes: fs.statSync(outFile).size, compacted: !online };
+}
+
+/** Applies derived rows (in their order) to the backup's cold, idempotency and expiry tables. */
+function addDerived(backup: Database.Database, derived: DerivedBatch): void {
+  const cold = backup.prepare(`INSERT OR REPLACE INTO cold (${TIER_COLUMNS.cold}) VALUES (?, ?, ?, ?, ?, ?)`);
+  const idem = backup.prepare(`INSERT OR REPLACE INTO idem (${TIER_COLUMNS.idem}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const dueSet = backup.prepare(`INSERT OR IGNORE INTO due (owner, expires_at_ms, partition, id, lsn) VALUES (?, ?, ?, ?, ?)`);
+  const dueDrop = backup.prepare('DELETE FROM due WHERE owner = ? AND expires_at_ms = ? AND partition = ? AND id = ?');
+  backup.transaction(() => {
+    for (const row of derived.cold) cold.run(kindCode(row.kind), row.id, row.lsn, row.partition, row.body, crc32(row.body));
+    for (const { lsn, partition, op } of derived.idem) {
+      if (op.op === 'put') {
+        const r = op.record;
+        idem.run(r.scope, partition, ownerOfScope(r.scope), r.h ?? scopeHash(r.scope), r.fingerprint, r.status, r.json ?? null, r.error === undefined ? null : JSON.stringify(r.error), r.atMs, lsn);
+      } else if (op.op === 'forget') {
+        for (const scope of op.scopes) backup.prepare('DELETE FROM idem WHERE scope = ?').run(scope);
+      } else {
+        for (const owner of backup.prepare('SELECT DISTINCT owner FROM idem').pluck().all() as string[]) {
+          backup.prepare('DELETE FROM idem WHERE owner = ? AND at_ms < ?').run(owner, op.cutoffMs[owner] ?? op.defaultCutoffMs);
+        }
+      }
+    }
+    for (const c of derived.due) {
+      if (c.op === 'set') dueSet.run(c.entry.owner, c.entry.expiresAtMs, c.partition, c.entry.id, c.lsn);
+      else dueDrop.run(c.entry.owner, c.entry.expiresAtMs, c.partition, c.entry.id);
+    }
+  })();
 }
 
 /** Copies a shard file's cold and idempotency rows written up to `lsn` (a running server may be ahead). */

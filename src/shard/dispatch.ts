@@ -127,12 +127,12 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   const reply = outcome.reply(state);
   const events = outcome.events;
   if (cmd.idem !== undefined && isStoredResult(reply.status)) {
-    // The record (with the reply) goes to the idempotency table in this batch's transaction; the WAL
-    // keeps only its header, so a reply is not written twice.
+    // The record, with the reply it replays, is part of the command's log record (compressed with the
+    // batch); its idempotency row is derived from it after the fsync.
     const record: IdempotencyRecord = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs };
     if (cmd.idem.h !== undefined) record.h = cmd.idem.h;
     state.idempotency.set(record);
-    events.push({ t: 'idem.stored', record: { scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs, status: record.status }, inRow: true });
+    events.push({ t: 'idem.stored', record: { ...reply, scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs } });
     return { reply, events, effects: outcome.effects ?? [], stored: true };
   }
   return { reply, events, effects: outcome.effects ?? [] };

@@ -18,10 +18,6 @@ export class Passivation {
   private readonly idem: IdemChange[] = [];
   private readonly due: DueChange[] = [];
   private readonly states = new Set<PartitionState>();
-  /** Rows of entities born finished, written before the batch ends (their WAL records name them by id). */
-  private readonly prewritten: ColdRow[] = [];
-  /** `kind id` → the LSN of its prewritten row. */
-  private readonly prewrittenAt = new Map<string, number>();
 
   /** Records what the command whose WAL record gets `lsn` touched. Call once per command with events. */
   note(state: PartitionState, lsn: number): void {
@@ -42,16 +38,6 @@ export class Passivation {
     this.states.add(state);
   }
 
-  /**
-   * A row of an entity created finished by the record at `row.lsn`, whose event names it by id: it is
-   * written with the batch whatever happens to the entity later in the batch. If nothing touches the
-   * entity after that record, take() writes no second copy.
-   */
-  prewrite(row: ColdRow): void {
-    this.prewritten.push(row);
-    this.prewrittenAt.set(`${row.kind} ${row.id}`, row.lsn);
-  }
-
   /** Marks every hot finished entity of a freshly loaded image for passivation at the image's LSN. */
   noteAllHot(state: PartitionState, lsn: number): void {
     for (const table of entityTables(state)) for (const id of table.keys()) table.touched.add(id);
@@ -59,7 +45,7 @@ export class Passivation {
   }
 
   get empty(): boolean {
-    return this.noted.size === 0 && this.idem.length === 0 && this.due.length === 0 && this.prewritten.length === 0;
+    return this.noted.size === 0 && this.idem.length === 0 && this.due.length === 0;
   }
 
   /**
@@ -67,18 +53,16 @@ export class Passivation {
    * now (the write follows at once; if it fails the shard stops and recovery rebuilds the heap).
    */
   take(): { cold: ColdRow[]; idem: IdemChange[]; due: DueChange[] } {
-    const cold: ColdRow[] = this.prewritten.splice(0);
+    const cold: ColdRow[] = [];
     for (const [table, noted] of this.noted) {
       for (const [id, lsn] of noted.ids) {
         const entity = table.finishedHot(id);
         if (entity === undefined) continue;
-        // Untouched since the record that created it: its prewritten row is its final state.
-        if (this.prewrittenAt.get(`${table.kind} ${id}`) !== lsn) cold.push({ kind: table.kind, id, lsn, partition: noted.partition, body: JSON.stringify(entity) });
+        cold.push({ kind: table.kind, id, lsn, partition: noted.partition, body: JSON.stringify(entity) });
         table.evict(id);
       }
     }
     this.noted.clear();
-    this.prewrittenAt.clear();
     return { cold, idem: this.idem.splice(0), due: this.due.splice(0) };
   }
 

@@ -11,7 +11,7 @@ import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } fr
 import { ForwardGate } from './forward-gate.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
-import { WAL_SEGMENT_RECORDS } from '../store/wal-segments.ts';
+import { WAL_SEGMENT_RECORDS } from '../journal/log-segments.ts';
 import { runShard, type ShardInbound, type ShardWorkerData } from './shard-runtime.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 

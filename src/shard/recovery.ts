@@ -6,7 +6,7 @@ import { applyEvent } from './events.ts';
 import { emptyPartition, type PartitionState, type PartitionTiers } from './state.ts';
 import { Passivation } from './passivate.ts';
 import { resolveRecord, type RecordEvent } from './born-cold.ts';
-import { snapshotChecksum, walChecksum, type ShardStore } from '../store/shard-store.ts';
+import { snapshotChecksum, type ShardStore } from '../store/shard-store.ts';
 import { decompressImage } from '../store/snapshot.ts';
 import { decodePartition } from './partition-image.ts';
 
@@ -59,13 +59,9 @@ function loadSnapshot(store: ShardStore, partition: number, tiers: PartitionTier
 function flushPassivation(store: ShardStore, passivation: Passivation, readonly: boolean): void {
   if (passivation.empty) return;
   const taken = passivation.take();
-  if (!readonly) {
-    store.db.transaction(() => {
-      store.cold.write(taken.cold);
-      store.applyIdem(taken.idem);
-      store.due.apply(taken.due);
-    })();
-  }
+  // A read-only caller keeps them in memory: a later record may read an entity passivated here.
+  if (readonly) store.holdDerived(taken);
+  else store.writeDerivedNow(taken);
   passivation.settle();
 }
 
@@ -95,13 +91,13 @@ export function recoverShard(store: ShardStore, options: RecoverOptions): Recove
   let lastLsn = Math.max(fromLsn === Number.MAX_SAFE_INTEGER ? 0 : fromLsn, baseLsn);
   let tornAt: number | null = null;
   for (const row of store.walAfter(fromLsn === Number.MAX_SAFE_INTEGER ? 0 : fromLsn)) {
-    if (walChecksum(row.lsn, row.partition, row.body) !== row.crc) {
+    if (!row.ok) {
       if (row.batch === lastBatch) {
         tornAt = row.lsn;
         break;
       }
       throw new CorruptionError(
-        `recovery: WAL record ${row.lsn} (partition ${row.partition}, batch ${row.batch}) fails its checksum ` +
+        `recovery: WAL record ${row.lsn} (batch ${row.batch}) fails its checksum ` +
           `and is not in the final batch: the shard file is corrupt. Restore from a backup (kobo restore).`,
       );
     }

@@ -1,8 +1,9 @@
 // A shard's runtime: owns its partitions' state and SQLite file, and group-commits each tick. Runs on
 // its own worker thread (worker.ts), or on the main thread when the process has one CPU (pool.ts).
-// Commands that arrive in one event-loop turn are applied in order and
-// their events appended to the WAL in ONE sqlite transaction; the journal fsync runs on the libuv pool
-// while the next batch executes, and a batch's replies leave when an fsync begun after its commit ends.
+// Commands that arrive in one event-loop turn are applied in order and their records appended to the
+// log as ONE row in one sqlite transaction; the journal fsync runs on the libuv pool while the next
+// batch executes, and a batch's replies leave when an fsync begun after its commit ends. The rows the
+// records imply (cold entities, idempotency, expiries) are written later, in bulk (derived-rows.ts).
 // Invariant: no reply (read or write) leaves before every event it could reflect is on disk.
 import path from 'node:path';
 import { mintId } from '../ids.ts';
@@ -29,7 +30,7 @@ import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
-import { recordEvents } from './born-cold.ts';
+import { DERIVED_PENDING_ROWS_MAX } from '../store/derived-rows.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -208,7 +209,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       }
       if (executed.events.length > 0) {
         const lsn = lsnBase + records.length;
-        records.push({ partition: item.cmd.partition, body: JSON.stringify(recordEvents(ctx.state, executed.events, lsn, passivation)) });
+        records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
         passivation.note(ctx.state, lsn);
       } else if (ctx.state.due.pending) {
         // A sweep that only dropped stale expiry rows: they are written with this batch.
@@ -222,15 +223,16 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       effects.push(...executed.effects);
     }
     if (early.length > 0) gate.afterCommits({ replies: early, outbox: [], freed: [], effects: [] });
-    // The one durable step of the tick: WAL records, the cold rows of what they finished and their
-    // idempotency records, in one sqlite transaction, made durable by the next journal fsync. If it
-    // throws (disk full, I/O error) the worker dies before any reply is sent, and the front end answers
-    // 5xx; a restart replays what reached disk.
+    // The one durable step of the tick: the batch's log row, in one sqlite transaction, made durable by
+    // the next journal fsync. If it throws (disk full, I/O error) the worker dies before any reply is
+    // sent, and the front end answers 5xx; a restart replays what reached disk. What the records finished
+    // leaves the heap now and waits, readable, for writeDerived.
     const commitStarted = performance.now();
     const extras = passivation.take();
-    const wrote = records.length > 0 || extras.cold.length > 0 || extras.idem.length > 0 || extras.due.length > 0;
+    const wrote = records.length > 0 || extras.idem.some((change) => change.op.op !== 'put');
     const freed = store.appendBatch(records, extras);
     if (wrote) gate.committedOne();
+    if (store.derivedPending > DERIVED_PENDING_ROWS_MAX) scheduleDerivedWrite();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
     recordsSinceSnapshot += records.length;
@@ -256,6 +258,25 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       state.walletsChanged.clear();
     }
     return updates;
+  }
+
+  let derivedWriteScheduled = false;
+  /** Writes the waiting derived rows in a turn of their own, so no request batch waits for them. */
+  function scheduleDerivedWrite(): void {
+    if (derivedWriteScheduled) return;
+    derivedWriteScheduled = true;
+    setImmediate(() => {
+      derivedWriteScheduled = false;
+      if (!closed) writeDerived();
+    });
+  }
+
+  /** Writes every waiting derived row; the keys expiry freed go out once that write is durable. */
+  function writeDerived(): void {
+    const { freed, wrote } = store.writeDerived();
+    if (!wrote) return;
+    gate.committedOne();
+    if (freed.length > 0) gate.afterCommits({ replies: [], outbox: [], freed, effects: [] });
   }
 
   function scheduleFlush(): void {
@@ -290,6 +311,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         dirty.delete(partition);
         taken += 1;
         lsn = store.lsnNext - 1;
+        // The image covers records up to `lsn`: the rows they imply are in the file before it.
+        writeDerived();
         const json = encodePartition(state);
         const body = await compressImage(json);
         store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
@@ -351,7 +374,10 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       case 'stop':
         if (stopping) return;
         stopping = true;
-        void snapshotAll().then(allDurable).then(() => {
+        void snapshotAll().then(() => {
+          writeDerived();
+          return allDurable();
+        }).then(() => {
           for (const timer of timers) clearInterval(timer);
           closed = true;
           store.close();
@@ -404,6 +430,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
    * in every partition; each partition's command gets its own and decides from the payments themselves.
    */
   function sweepCollections(): void {
+    if (closed) return;
+    // The expiry rows of recent collections may still wait in memory: the sweep reads the table.
+    writeDerived();
     const nowMs = Date.now();
     const cutoffMs = ownerNows(nowMs);
     const byPartition = new Map<number, DueEntry[]>();

@@ -1,34 +1,29 @@
-// One shard's SQLite file: the WAL (numbered, checksummed event records), partition snapshots, the
-// cold table of finished entities and the idempotency table. Runs inside the shard worker that owns
-// the file (the CLI opens it only while no server holds it).
-// Invariant: a batch (WAL records, cold rows, idempotency changes) is one sqlite transaction with
-// synchronous=FULL: all of it or none.
+// One shard's SQLite file: the log (one checksummed row per group commit, holding the batch's records),
+// partition snapshots, and the tables derived from the log: finished entities (cold), idempotency
+// records and collection expiries (due). Runs inside the shard worker that owns the file (the CLI opens
+// it read-only while a server runs, or alone).
+// Invariant: a batch's log row is one sqlite transaction: all of it or none. Derived rows are written
+// later (PendingDerived) and are always implied by durable log rows.
 import Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
 import fs from 'node:fs';
 import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, type IdemChange, type IdemRowOut } from './idem-log.ts';
-import { DUE_SQL, DueLog, type DueChange } from './due-log.ts';
-import { WAL_SEGMENT_RECORDS, WalSegments } from './wal-segments.ts';
-import { COLD_SQL, ColdTable, type ColdRow } from './cold-table.ts';
+import { DUE_SQL, DueLog } from './due-log.ts';
+import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type LogEntry } from '../journal/log-segments.ts';
+import type { LogRecord } from '../journal/log-record.ts';
+import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
+import { COLD_SQL, ColdTable } from './cold-table.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
 
-export interface BatchExtras {
-  cold: readonly ColdRow[];
-  idem: readonly IdemChange[];
-  due: readonly DueChange[];
-}
+export type BatchExtras = DerivedBatch;
 
-export interface WalRow {
-  lsn: number;
-  partition: number;
-  batch: number;
-  body: string;
-  crc: number;
-}
+/** One log record as replay reads it (`ok`: its row passed its checksum). */
+export type WalRow = LogEntry;
+export { walChecksum };
 
 export interface SnapshotRow {
   partition: number;
@@ -36,10 +31,6 @@ export interface SnapshotRow {
   takenAtMs: number;
   body: Buffer;
   crc: number;
-}
-
-export function walChecksum(lsn: number, partition: number, body: string): number {
-  return crc32(body, crc32(`${lsn}:${partition}:`));
 }
 
 export function snapshotChecksum(partition: number, lsn: number, body: Buffer): number {
@@ -62,10 +53,13 @@ export class ShardStore implements ColdReader {
   readonly db: Database.Database;
   private nextLsn: number;
   private nextBatch: number;
-  /** The WAL's segment tables. */
-  private readonly wal: WalSegments;
+  /** The log's segment tables. */
+  private readonly wal: LogSegments;
   private readonly insertSnapshot: Database.Statement;
-  private readonly appendTx: (records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras) => { next: number; forgotten: Array<[number, number]> };
+  private readonly appendTx: (records: readonly LogRecord[], derived: DerivedBatch | null) => Array<[number, number]>;
+  private readonly writeDerivedTx: (derived: DerivedBatch) => Array<[number, number]>;
+  /** Derived rows of durable log rows, not yet in their tables (reads look here first). */
+  private readonly pending = new PendingDerived();
   private readonly statements: Statements;
   /**
    * While recovery replays record L, a cold read must see the entity as it was before L (a later
@@ -114,7 +108,7 @@ export class ShardStore implements ColdReader {
       this.db.exec('BEGIN');
       this.db.prepare('SELECT count(*) FROM sqlite_master').get();
     }
-    this.wal = new WalSegments(this.db, { readonly: options.readonly === true, segmentRecords: options.walSegmentRecords ?? WAL_SEGMENT_RECORDS });
+    this.wal = new LogSegments(this.db, { readonly: options.readonly === true, segmentRecords: options.walSegmentRecords ?? WAL_SEGMENT_RECORDS });
     const last = this.wal.last();
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
     this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
@@ -124,16 +118,10 @@ export class ShardStore implements ColdReader {
     this.insertSnapshot = this.db.prepare(
       'INSERT OR REPLACE INTO snapshots (partition, lsn, taken_at_ms, body, crc) VALUES (?, ?, ?, ?, ?)',
     );
-    this.appendTx = this.db.transaction((records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras) => {
-      const batch = this.nextBatch;
-      let lsn = this.nextLsn;
-      for (const record of records) {
-        this.wal.append(lsn, record.partition, batch, record.body, walChecksum(lsn, record.partition, record.body));
-        lsn += 1;
-      }
-      this.cold.write(extras.cold);
-      this.due.apply(extras.due);
-      return { next: lsn, forgotten: this.applyIdem(extras.idem) };
+    this.writeDerivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
+    this.appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
+      this.wal.append(this.nextLsn, this.nextBatch, records);
+      return derived === null ? [] : this.writeDerivedRows(derived);
     });
   }
 
@@ -148,11 +136,48 @@ export class ShardStore implements ColdReader {
   }
 
   read(kind: EntityKind, id: string): string | undefined {
-    return this.tiered ? this.cold.read(kind, id, this.asOfLsn) : undefined;
+    return this.pending.readCold(kind, id, this.asOfLsn) ?? (this.tiered ? this.cold.read(kind, id, this.asOfLsn) : undefined);
   }
 
   readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
-    return this.tiered ? this.cold.readExact(kind, id, lsn) : undefined;
+    return this.pending.readColdExact(kind, id, lsn) ?? (this.tiered ? this.cold.readExact(kind, id, lsn) : undefined);
+  }
+
+  /** Writes derived rows into their tables (inside the caller's transaction); returns the freed idempotency keys. */
+  private writeDerivedRows(derived: DerivedBatch): Array<[number, number]> {
+    this.cold.write(derived.cold);
+    this.due.apply(derived.due);
+    return this.applyIdem(derived.idem);
+  }
+
+  /** Rows waiting to be written (the runtime writes them when too many wait). */
+  get derivedPending(): number {
+    return this.pending.rows;
+  }
+
+  /**
+   * Writes every waiting derived row in one sqlite transaction (made durable by the next syncJournal;
+   * losing it to a crash loses nothing, as recovery derives the rows again from the log). Returns the
+   * idempotency keys that expiry freed, and whether anything was written.
+   */
+  writeDerived(): { freed: Array<[number, number]>; wrote: boolean } {
+    if (this.pending.rows === 0) return { freed: [], wrote: false };
+    return { freed: this.writeDerivedTx(this.pending.take()), wrote: true };
+  }
+
+  /** Writes derived rows at once, in one transaction (recovery: what replay derived). */
+  writeDerivedNow(derived: DerivedBatch): void {
+    this.writeDerivedTx(derived);
+  }
+
+  /** Hands over (and forgets) every waiting derived row: a backup writes what a read-only replay derived. */
+  takeHeldDerived(): DerivedBatch {
+    return this.pending.take();
+  }
+
+  /** Derived rows a read-only replay found: kept in memory, where reads find them (nothing is written). */
+  holdDerived(derived: DerivedBatch): void {
+    this.pending.add(derived);
   }
 
   /** Files written before `idem_log` kept records in a table keyed by scope: moved over once, at open. */
@@ -169,7 +194,7 @@ export class ShardStore implements ColdReader {
   }
 
   readIdemAt(scope: string, seq: number): IdempotencyRecord | undefined {
-    return this.idemLogged ? this.idem.readAt(scope, seq) : undefined;
+    return this.pending.readIdem(scope, seq) ?? (this.idemLogged ? this.idem.readAt(scope, seq) : undefined);
   }
 
   /** Every stored key as flat pairs [hash, packed location, …] for the front end's index. */
@@ -246,16 +271,22 @@ export class ShardStore implements ColdReader {
   }
 
   /**
-   * Appends one batch with its cold rows and idempotency changes, in one sqlite transaction (durable at
-   * return, or at the next syncJournal when opened with `deferredSync`); returns [hash, packed location]
-   * of the idempotency records that expiry removed.
+   * Appends one batch as one log row, in one sqlite transaction (durable at return, or at the next
+   * syncJournal when opened with `deferredSync`). Its derived rows wait in memory (`writeDerived`),
+   * except when the batch expires or forgets idempotency keys: then everything waiting is written with
+   * it, so the keys it frees (returned as [hash, packed location]) are gone from the file as they are
+   * freed in the front end.
    */
-  appendBatch(records: ReadonlyArray<{ partition: number; body: string }>, extras: BatchExtras = { cold: [], idem: [], due: [] }): Array<[number, number]> {
-    if (records.length === 0 && extras.cold.length === 0 && extras.idem.length === 0 && extras.due.length === 0) return [];
-    const { next, forgotten } = this.appendTx(records, extras);
-    this.nextLsn = next;
+  appendBatch(records: readonly LogRecord[], extras: BatchExtras = { cold: [], idem: [], due: [] }): Array<[number, number]> {
+    const derivedRows = extras.cold.length + extras.idem.length + extras.due.length;
+    if (records.length === 0 && derivedRows === 0) return [];
+    const frees = extras.idem.some((change) => change.op.op !== 'put');
+    if (frees) this.pending.add(extras);
+    const freed = this.appendTx(records, frees ? this.pending.take() : null);
+    if (!frees) this.pending.add(extras);
+    this.nextLsn += records.length;
     if (records.length > 0) this.nextBatch += 1;
-    return forgotten;
+    return freed;
   }
 
   /**
@@ -280,6 +311,7 @@ export class ShardStore implements ColdReader {
    * request would pay for one.
    */
   cutFrom(lsn: number): number {
+    this.pending.take();
     const cut = this.wal.cutFrom(lsn);
     this.cold.cutFrom(lsn);
     this.idem.cutFrom(lsn);
@@ -295,7 +327,12 @@ export class ShardStore implements ColdReader {
 
   /** Ids of every passivated entity of a kind (verify's whole-history checks). */
   *coldIds(kind: EntityKind): IterableIterator<string> {
-    if (this.tiered) yield* this.cold.ids(kind);
+    const seen = new Set<string>();
+    for (const id of this.pending.coldIds(kind)) {
+      seen.add(id);
+      yield id;
+    }
+    if (this.tiered) for (const id of this.cold.ids(kind)) if (!seen.has(id)) yield id;
   }
 
   coldCount(): number {

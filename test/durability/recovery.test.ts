@@ -7,17 +7,10 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
+import { damageRowOf, logRecords } from '../helpers/log.ts';
 
 const key = secretKey();
 const keys = [`${key}@recovery`];
-
-/** The WAL segment table holding `lsn` (the `wal` view cannot be written). */
-function segmentOf(db: Database.Database, lsn: number): string {
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'wal_%'").pluck().all() as string[];
-  const table = tables.find((t) => db.prepare(`SELECT 1 FROM ${t} WHERE lsn = ?`).get(lsn) !== undefined);
-  assert.ok(table !== undefined, `no segment holds LSN ${lsn}`);
-  return table;
-}
 
 async function seed(baseUrl: string, count: number): Promise<Array<{ id: string; walletId: string; key: string; body: object; response: unknown }>> {
   const api = client(baseUrl, key);
@@ -35,10 +28,9 @@ async function seed(baseUrl: string, count: number): Promise<Array<{ id: string;
 function shardWithRecords(dataDir: string): { file: string; max: number; batches: number } {
   for (const name of ['shard-0.db', 'shard-1.db']) {
     const file = path.join(dataDir, name);
-    const db = new Database(file, { readonly: true });
-    const row = db.prepare('SELECT max(lsn) AS max, count(DISTINCT batch) AS batches FROM wal').get() as { max: number | null; batches: number };
-    db.close();
-    if (row.max !== null && row.batches >= 3) return { file, max: row.max, batches: row.batches };
+    const records = logRecords(file);
+    const batches = new Set(records.map((r) => r.batch)).size;
+    if (records.length > 0 && batches >= 3) return { file, max: records[records.length - 1]!.lsn, batches };
   }
   throw new Error('no shard with three batches');
 }
@@ -48,9 +40,8 @@ test('recovery: torn final WAL record → cut at start, earlier records intact',
   const made = await seed(server.baseUrl, 12);
   await server.kill();
   const { file, max } = shardWithRecords(server.dataDir);
-  const db = new Database(file);
-  db.prepare(`UPDATE ${segmentOf(db, max)} SET body = substr(body, 1, length(body) - 7) WHERE lsn = ?`).run(max);
-  db.close();
+  const torn = damageRowOf(file, max);
+  assert.equal(torn.n, 1, 'one request at a time: the final batch holds one record');
   server = await startServer({ keys, dataDir: server.dataDir });
   try {
     assert.match(server.output(), /cut 1 torn WAL record/);
@@ -68,10 +59,8 @@ test('recovery: corrupt record before the final batch → start refuses, verify 
   await seed(server.baseUrl, 12);
   await server.kill();
   const { file } = shardWithRecords(server.dataDir);
-  const db = new Database(file);
-  const first = db.prepare('SELECT min(lsn) AS lsn FROM wal').get() as { lsn: number };
-  db.prepare(`UPDATE ${segmentOf(db, first.lsn)} SET body = replace(body, 'Rec', 'Rex') WHERE lsn = ?`).run(first.lsn);
-  db.close();
+  const first = { lsn: logRecords(file)[0]!.lsn };
+  damageRowOf(file, first.lsn);
   const verify = kobo(server.dataDir, 'verify');
   assert.notEqual(verify.status, 0);
   assert.match(verify.stderr, new RegExp(`WAL record ${first.lsn} fails its checksum`));

@@ -7,6 +7,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
+import { logRecords } from '../helpers/log.ts';
 import { until } from '../helpers/wait.ts';
 
 const key = secretKey();
@@ -25,7 +26,7 @@ function inspect(dataDir: string): Db {
   for (const name of ['shard-0.db', 'shard-1.db']) {
     const db = new Database(path.join(dataDir, name), { readonly: true });
     out.cold += (db.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n;
-    const min = (db.prepare('SELECT min(lsn) AS m FROM wal').get() as { m: number | null }).m;
+    const min = logRecords(path.join(dataDir, name))[0]?.lsn ?? null;
     if (min !== null) out.walMin = Math.max(out.walMin ?? 0, min);
     out.snapshots += (db.prepare('SELECT count(*) AS n FROM snapshots').get() as { n: number }).n;
     db.close();
@@ -33,12 +34,10 @@ function inspect(dataDir: string): Db {
   return out;
 }
 
-/** The WAL record events that create `id` (from the `wal` view over the segments), across the shard files. */
+/** The log record events that create `id`, across the shard files. */
 function creationEvents(dataDir: string, id: string): unknown[] {
   return ['shard-0.db', 'shard-1.db'].flatMap((name) => {
-    const db = new Database(path.join(dataDir, name), { readonly: true });
-    const bodies = db.prepare('SELECT body FROM wal WHERE body LIKE ?').pluck().all(`%created%${id}%`) as string[];
-    db.close();
+    const bodies = logRecords(path.join(dataDir, name)).map((r) => r.body).filter((body) => body.includes('created') && body.includes(id));
     return bodies.flatMap((body) => (JSON.parse(body) as Array<{ t: string; cold?: string; payment?: { id: string }; txn?: { id: string } }>)
       .filter((e) => e.t.endsWith('.created') && (e.cold === id || e.payment?.id === id || e.txn?.id === id)));
   });
@@ -55,11 +54,7 @@ function coldHas(dataDir: string, id: string): boolean {
 
 function walRecordsNaming(dataDir: string, id: string): number {
   let n = 0;
-  for (const name of ['shard-0.db', 'shard-1.db']) {
-    const db = new Database(path.join(dataDir, name), { readonly: true });
-    n += (db.prepare('SELECT count(*) AS n FROM wal WHERE instr(body, ?) > 0').get(id) as { n: number }).n;
-    db.close();
-  }
+  for (const name of ['shard-0.db', 'shard-1.db']) n += logRecords(path.join(dataDir, name)).filter((r) => r.body.includes(id)).length;
   return n;
 }
 
@@ -168,7 +163,8 @@ test('kill -9 while snapshots and WAL truncation run constantly → nothing ackn
 });
 
 test('expired exchange quote: swept out of the heap to the cold table, POST /v1/exchange still → 409 CONFLICT', { timeout: 60_000 }, async () => {
-  const server = await startServer({ keys, env: { KOBO_QUOTE_SWEEP_MS: '50' } });
+  // Derived rows (here the quote's cold row) are written before each image: images every 200 ms.
+  const server = await startServer({ keys, env: { KOBO_QUOTE_SWEEP_MS: '50', KOBO_SNAPSHOT_INTERVAL_MS: '200' } });
   try {
     const api = client(server.baseUrl, key);
     const customer = await fundedCustomer(server);
@@ -185,8 +181,11 @@ test('expired exchange quote: swept out of the heap to the cold table, POST /v1/
   }
 });
 
+/** Images every 200 ms: the derived rows a batch implies are written before each (log v2). */
+const derivedSoon = { KOBO_SNAPSHOT_INTERVAL_MS: '200' };
+
 test('a bare transaction (POST /v1/transactions) → cold from creation; GET the same body; cancel brings it back and fails it; the same after restart', async () => {
-  let server = await startServer({ keys });
+  let server = await startServer({ keys, env: derivedSoon });
   try {
     const api = client(server.baseUrl, key);
     const customer = await fundedCustomer(server);
@@ -194,7 +193,7 @@ test('a bare transaction (POST /v1/transactions) → cold from creation; GET the
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id: string = created.body.data.id;
     assert.equal(created.body.data.status, 'pending');
-    assert.ok(coldHas(server.dataDir, id), 'a pending bare transaction is written cold with its creation');
+    await until(async () => coldHas(server.dataDir, id), (found) => found, 'the pending bare transaction to be written cold (finished at creation)', 10_000);
     assert.deepEqual((await api('GET', `/v1/transactions/${id}`)).body, created.body, 'same body from the cold table');
     const cancelled = await api('POST', `/v1/transactions/${id}/cancel`);
     assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
@@ -211,17 +210,16 @@ test('a bare transaction (POST /v1/transactions) → cold from creation; GET the
 });
 
 test('a sandbox collection waiting for its payer → cold from creation (payment and transaction); settling it brings it back, credits the wallet once; after restart the same', async () => {
-  let server = await startServer({ keys });
+  let server = await startServer({ keys, env: derivedSoon });
   try {
     const api = client(server.baseUrl, key);
     const customer = await fundedCustomer(server);
     const created = await api('POST', '/v1/payments', { idempotencyKey: idem('wait'), body: { customer_id: customer.id, amount_minor: 40_000, currency: 'NGN', method: 'bank_transfer' } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const { id, transaction_id: txnId } = created.body.data as { id: string; transaction_id: string };
-    assert.ok(coldHas(server.dataDir, id), 'the waiting payment is in the cold table');
-    assert.ok(coldHas(server.dataDir, txnId), 'and its transaction');
-    assert.deepEqual(creationEvents(server.dataDir, id), [{ t: 'payment.created', cold: id }], 'its WAL record names it, the body is the cold row');
-    assert.deepEqual(creationEvents(server.dataDir, txnId), [{ t: 'txn.created', cold: txnId }]);
+    assert.deepEqual(creationEvents(server.dataDir, id).map((e) => (e as { t: string }).t), ['payment.created'], 'its log record carries it whole');
+    assert.deepEqual(creationEvents(server.dataDir, txnId).map((e) => (e as { t: string }).t), ['txn.created']);
+    await until(async () => coldHas(server.dataDir, id) && coldHas(server.dataDir, txnId), (found) => found, 'the waiting payment and its transaction to be written cold', 10_000);
     assert.deepEqual((await api('GET', `/v1/payments/${id}`)).body, created.body, 'same body from the cold table');
     const settled = await api('POST', `/v1/test_helpers/payments/${id}/settle`);
     assert.equal(settled.status, 200, JSON.stringify(settled.body));

@@ -15,7 +15,7 @@ import { tempDataDir } from '../helpers/server.ts';
 import Database from 'better-sqlite3';
 import { packIdemAt, unpackIdemAt } from '../../src/store/tiers.ts';
 import { scopeHash } from '../../src/store/scope-hash.ts';
-import { WAL_SEGMENT_RECORDS } from '../../src/store/wal-segments.ts';
+import { WAL_SEGMENT_RECORDS } from '../../src/journal/log-segments.ts';
 
 const PARTITION = 3;
 
@@ -90,6 +90,10 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     assert.equal(state.idempotency.size, 0, 'nothing left in the heap after the commit');
     assert.deepEqual(state.idempotency.getAt(record.scope, at), record, 'read back from its row (its LSN)');
     assert.equal(state.idempotency.getAt(record.scope, otherAt), undefined, 'another scope at that row is a miss');
+    assert.ok(store.derivedPending > 0, 'the rows wait in memory after the commit (log v2: derived after the fsync)');
+    store.writeDerived();
+    assert.equal(store.derivedPending, 0);
+    assert.deepEqual(state.idempotency.getAt(record.scope, at), record, 'read back from its row once written');
     assert.deepEqual(new Set(Array.from({ length: 2 }, (_, i) => store.idemLocations()[2 * i + 1])), new Set([packIdemAt(PARTITION, at), packIdemAt(PARTITION, otherAt)]));
     // acme's sandbox clock is far ahead: its record is past retention; zeta's default cutoff is not.
     const freed = store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }], due: [] });

@@ -1,0 +1,116 @@
+// What a durable payment costs the disk: the server as `npm start` runs it (dist/, default log level and
+// shard count), N bank-transfer POSTs with 64 in flight, and the server process's write_bytes
+// (/proc/PID/io) over them; then an online snapshot, and the data dir's size per payment.
+// Run: npx tsx bench/disk.bench.ts [--payments N] (default 10,000). Targets from issue #22: ≤ 1,500 bytes
+// written per payment, ≤ 1 KB on disk per payment after a snapshot. Talks to 127.0.0.1 only; stops itself.
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { startPinned, serverEntryArgs } from './lib/proc.ts';
+import { writeResult } from './lib/report.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const IN_FLIGHT = 64;
+const READY = /listening on http:\/\/127\.0\.0\.1:(\d+)/;
+const TARGET_WRITTEN_BYTES_MAX = 1_500;
+const TARGET_DISK_BYTES_MAX = 1_024;
+
+function paymentsArg(): number {
+  const at = process.argv.indexOf('--payments');
+  const value = at < 0 ? 10_000 : Number(process.argv[at + 1]);
+  if (!Number.isInteger(value) || value < 100 || value > 1_000_000) throw new Error('--payments must be an integer in 100..1,000,000');
+  return value;
+}
+
+function writeBytes(pid: number): number {
+  const line = fs.readFileSync(`/proc/${pid}/io`, 'utf8').split('\n').find((l) => l.startsWith('write_bytes:'));
+  if (line === undefined) throw new Error('no write_bytes in /proc/PID/io');
+  return Number(line.split(':')[1]);
+}
+
+function dirBytes(dir: string): number {
+  let sum = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    sum += entry.isDirectory() ? dirBytes(full) : fs.statSync(full).size;
+  }
+  return sum;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+
+function request(port: number, secret: string, method: string, urlPath: string, body?: unknown, idempotencyKey?: string): Promise<{ status: number; json: { data?: Record<string, unknown> } }> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = { authorization: `Bearer ${secret}` };
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers, agent, timeout: 30_000 }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: text === '' ? {} : (JSON.parse(text) as { data?: Record<string, unknown> }) }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end(payload);
+  });
+}
+
+async function main(): Promise<void> {
+  const payments = paymentsArg();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-disk-'));
+  const secret = `sk_test_${randomBytes(12).toString('hex')}`;
+  const server = await startPinned({
+    core: 0,
+    command: process.execPath,
+    args: serverEntryArgs(ROOT),
+    // The defaults of `npm start`, but a budget that lets one key send N POSTs.
+    env: { ...process.env, PORT: '0', KOBO_DATA_DIR: dataDir, KOBO_API_KEYS: secret, KOBO_RATE_LIMIT_READ_PER_MIN: '1000000000', KOBO_RATE_LIMIT_WRITE_PER_MIN: '1000000000' },
+    cwd: ROOT,
+    ready: READY,
+  });
+  try {
+    const port = server.port;
+    const customer = await request(port, secret, 'POST', '/v1/customers', { name: 'Disk Bench', email: 'disk@example.com', phone: '+2348030000001', country_code: 'NG' }, 'disk-c');
+    if (customer.status !== 201) throw new Error(`customer: ${customer.status}`);
+    const customerId = String(customer.json.data!.id);
+    const tier = await request(port, secret, 'PATCH', `/v1/customers/${customerId}`, { tier: 'tier_3' });
+    if (tier.status !== 200) throw new Error(`tier: ${tier.status}`);
+    await new Promise((r) => setTimeout(r, 500));
+    const before = writeBytes(server.pid);
+    const started = performance.now();
+    let next = 0;
+    let failed = 0;
+    const worker = async (): Promise<void> => {
+      for (let i = next++; i < payments; i = next++) {
+        const r = await request(port, secret, 'POST', '/v1/payments', { customer_id: customerId, amount_minor: 500_000, currency: 'NGN', method: 'bank_transfer' }, `disk-${i}`);
+        if (r.status !== 201) failed += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+    const elapsedS = (performance.now() - started) / 1000;
+    const written = writeBytes(server.pid) - before;
+    // An online snapshot (the stop path takes one too): the data dir's size per payment after it.
+    await server.stop();
+    const diskBytes = dirBytes(dataDir);
+    const result = {
+      payments,
+      failed,
+      elapsedS: Number(elapsedS.toFixed(2)),
+      writtenBytesPerPayment: Math.round(written / payments),
+      diskBytesPerPaymentAfterSnapshot: Math.round(diskBytes / payments),
+      targets: { writtenBytesPerPaymentMax: TARGET_WRITTEN_BYTES_MAX, diskBytesPerPaymentMax: TARGET_DISK_BYTES_MAX },
+    };
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    writeResult('disk', result);
+  } finally {
+    await server.stop();
+    agent.destroy();
+    if (process.argv.includes('--keep')) process.stdout.write(`data dir kept: ${dataDir}\n`);
+    else fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

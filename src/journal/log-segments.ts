@@ -1,0 +1,258 @@
+// The log's segment tables in a shard file. Version-2 segments (`log_1`, `log_2`, …) hold one row per
+// group commit; version-1 segments (`wal_0`, `wal_1`, …, one row per record) are what files written
+// before version 2 hold: still read and replayed, never appended to, dropped by truncation like any other.
+// Runs in the shard (or CLI) that owns the file. Why segments: a DROP TABLE frees pages in bulk, where
+// deleting rows one by one made sqlite rebalance b-tree pages on every truncation.
+// Invariant: segments are in LSN order (every v1 segment before every v2 one); a segment is dropped only
+// when every record in it is covered by both kept images of its partition and is older than the retained tail.
+import type Database from 'better-sqlite3';
+import { crc32 } from 'node:zlib';
+import { decodeLogBody, encodeLogBody, logRowChecksum, type LogRecord } from './log-record.ts';
+
+/** Records per segment by default (KOBO_WAL_SEGMENT_RECORDS): a segment is sealed at the first batch that reaches it. */
+export const WAL_SEGMENT_RECORDS = 2_500;
+
+/** One record as replay and verify read it; `ok` is false when its row (v2) or itself (v1) fails its checksum. */
+export interface LogEntry {
+  lsn: number;
+  partition: number;
+  batch: number;
+  body: string;
+  ok: boolean;
+}
+
+/** The checksum of a version-1 record (one row per record). */
+export function walChecksum(lsn: number, partition: number, body: string): number {
+  return crc32(body, crc32(`${lsn}:${partition}:`));
+}
+
+const V1_NAME = /^wal_(\d+)$/;
+const V2_NAME = /^log_(\d+)$/;
+
+interface Segment {
+  name: string;
+  version: 1 | 2;
+  /** Highest LSN in the segment per partition (null: not read yet; a sealed segment's never changes). */
+  maxByPartition: Map<number, number> | null;
+  lastLsn: number | null;
+  lastBatch: number | null;
+  records: number;
+}
+
+/** The DDL of one version-2 segment (also what bench/floor-uws.ts writes, so the floor's rows match). */
+export function logSegmentSql(name: string): string {
+  return `CREATE TABLE ${name} (lsn_first INTEGER PRIMARY KEY, n INTEGER NOT NULL, batch INTEGER NOT NULL, body BLOB NOT NULL, crc INTEGER NOT NULL)`;
+}
+
+/** The DDL of one version-1 segment (tests build old files with it). */
+export function walSegmentSql(name: string): string {
+  return `CREATE TABLE ${name} (lsn INTEGER PRIMARY KEY, partition INTEGER NOT NULL, batch INTEGER NOT NULL, body TEXT NOT NULL, crc INTEGER NOT NULL)`;
+}
+
+export class LogSegments {
+  private segments: Segment[] = [];
+  private insert: Database.Statement | null = null;
+  private readonly segmentRecords: number;
+
+  constructor(
+    private readonly db: Database.Database,
+    options: { readonly: boolean; segmentRecords: number },
+  ) {
+    this.segmentRecords = options.segmentRecords;
+    // A file written before segments has one v1 table named `wal` (a view in later files).
+    const legacy = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wal'").get() !== undefined;
+    if (legacy && !options.readonly) this.db.exec('ALTER TABLE wal RENAME TO wal_0');
+    const v1 = this.tableNames(V1_NAME);
+    if (legacy && options.readonly) v1.unshift('wal');
+    const v2 = this.tableNames(V2_NAME);
+    if (!options.readonly) {
+      // The view of v1 records is gone with version 2 (a v2 body is not text): an operator reads the log with kobo.
+      this.db.exec('DROP VIEW IF EXISTS wal');
+      if (v2.length === 0) {
+        this.db.exec(logSegmentSql('log_1'));
+        v2.push('log_1');
+      }
+    }
+    this.segments = [...v1.map((name) => this.loadV1(name)), ...v2.map((name) => this.loadV2(name))];
+    if (!options.readonly) this.prepareInsert();
+  }
+
+  private tableNames(pattern: RegExp): string[] {
+    const rows = this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    return rows.filter((n) => pattern.test(n)).sort((a, b) => Number(pattern.exec(a)![1]) - Number(pattern.exec(b)![1]));
+  }
+
+  /** A v1 segment's LSNs are contiguous (a cut only shortens its tail): two b-tree seeks, no scan. */
+  private loadV1(name: string): Segment {
+    const row = this.db.prepare(`SELECT min(lsn) AS firstLsn, max(lsn) AS lastLsn FROM ${name}`).get() as { firstLsn: number | null; lastLsn: number | null };
+    const lastBatch = row.lastLsn === null ? null : ((this.db.prepare(`SELECT batch FROM ${name} WHERE lsn = ?`).get(row.lastLsn) as { batch: number }).batch);
+    return { name, version: 1, maxByPartition: row.lastLsn === null ? new Map() : null, lastLsn: row.lastLsn, lastBatch, records: row.lastLsn === null ? 0 : row.lastLsn - row.firstLsn! + 1 };
+  }
+
+  private loadV2(name: string): Segment {
+    const first = this.db.prepare(`SELECT min(lsn_first) AS lsn FROM ${name}`).get() as { lsn: number | null };
+    const last = this.db.prepare(`SELECT lsn_first, n, batch FROM ${name} ORDER BY lsn_first DESC LIMIT 1`).get() as { lsn_first: number; n: number; batch: number } | undefined;
+    if (last === undefined || first.lsn === null) return { name, version: 2, maxByPartition: new Map(), lastLsn: null, lastBatch: null, records: 0 };
+    const lastLsn = last.lsn_first + last.n - 1;
+    return { name, version: 2, maxByPartition: null, lastLsn, lastBatch: last.batch, records: lastLsn - first.lsn + 1 };
+  }
+
+  private prepareInsert(): void {
+    this.insert = this.db.prepare(`INSERT INTO ${this.open.name} (lsn_first, n, batch, body, crc) VALUES (?, ?, ?, ?, ?)`);
+  }
+
+  private get open(): Segment {
+    return this.segments[this.segments.length - 1]!;
+  }
+
+  private maxOf(segment: Segment): Map<number, number> {
+    if (segment.maxByPartition !== null) return segment.maxByPartition;
+    const max = new Map<number, number>();
+    if (segment.version === 1) {
+      for (const [partition, lsn] of this.db.prepare(`SELECT partition, max(lsn) FROM ${segment.name} GROUP BY partition`).raw().all() as Array<[number, number]>) max.set(partition, lsn);
+    } else {
+      for (const entry of this.entriesOf(segment, 0, 500)) max.set(entry.partition, entry.lsn);
+    }
+    segment.maxByPartition = max;
+    return max;
+  }
+
+  /**
+   * Appends one batch's records as one row (inside the caller's transaction), numbered from `lsnFirst`;
+   * a full segment is sealed first, and a v1 segment is never appended to.
+   */
+  append(lsnFirst: number, batch: number, records: readonly LogRecord[]): void {
+    if (records.length === 0) return;
+    let open = this.open;
+    if (open.version === 1 || open.records >= this.segmentRecords) {
+      if (open.version === 2) this.maxOf(open);
+      const highest = this.segments.filter((s) => s.version === 2).map((s) => Number(V2_NAME.exec(s.name)![1]));
+      const name = `log_${Math.max(0, ...highest) + 1}`;
+      this.db.exec(logSegmentSql(name));
+      this.segments.push({ name, version: 2, maxByPartition: new Map(), lastLsn: null, lastBatch: null, records: 0 });
+      this.prepareInsert();
+      open = this.open;
+    }
+    const body = encodeLogBody(records);
+    this.insert!.run(lsnFirst, records.length, batch, body, logRowChecksum(lsnFirst, records.length, batch, body));
+    open.records += records.length;
+    open.lastLsn = lsnFirst + records.length - 1;
+    open.lastBatch = batch;
+    if (open.maxByPartition !== null) for (let i = 0; i < records.length; i += 1) open.maxByPartition.set(records[i]!.partition, lsnFirst + i);
+  }
+
+  /** The highest LSN and batch still recorded (null: none). */
+  last(): { lsn: number | null; batch: number | null } {
+    for (let i = this.segments.length - 1; i >= 0; i -= 1) {
+      const segment = this.segments[i]!;
+      if (segment.lastLsn !== null) return { lsn: segment.lastLsn, batch: segment.lastBatch };
+    }
+    return { lsn: null, batch: null };
+  }
+
+  first(): number | null {
+    for (const segment of this.segments) {
+      if (segment.lastLsn === null) continue;
+      const sql = segment.version === 1 ? `SELECT min(lsn) FROM ${segment.name}` : `SELECT min(lsn_first) FROM ${segment.name}`;
+      return this.db.prepare(sql).pluck().get() as number;
+    }
+    return null;
+  }
+
+  count(): number {
+    return this.segments.reduce((n, s) => n + s.records, 0);
+  }
+
+  /** Records after `lsn`, in order, a page of rows at a time (no cursor stays open between pages). */
+  *after(lsn: number, pageRows: number): IterableIterator<LogEntry> {
+    for (const segment of [...this.segments]) {
+      if (segment.lastLsn === null || segment.lastLsn <= lsn) continue;
+      yield* this.entriesOf(segment, lsn, pageRows);
+    }
+  }
+
+  private *entriesOf(segment: Segment, afterLsn: number, pageRows: number): IterableIterator<LogEntry> {
+    if (segment.version === 1) {
+      const page = this.db.prepare(`SELECT lsn, partition, batch, body, crc FROM ${segment.name} WHERE lsn > ? ORDER BY lsn LIMIT ?`);
+      for (let after = afterLsn; ; ) {
+        const rows = page.all(after, pageRows) as Array<{ lsn: number; partition: number; batch: number; body: string; crc: number }>;
+        for (const row of rows) yield { lsn: row.lsn, partition: row.partition, batch: row.batch, body: row.body, ok: walChecksum(row.lsn, row.partition, row.body) === row.crc };
+        if (rows.length < pageRows) return;
+        after = rows[rows.length - 1]!.lsn;
+      }
+    }
+    // The row holding afterLsn + 1 starts at or before it.
+    const start = (this.db.prepare(`SELECT max(lsn_first) FROM ${segment.name} WHERE lsn_first <= ?`).pluck().get(afterLsn + 1) as number | null) ?? 0;
+    const page = this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${segment.name} WHERE lsn_first >= ? ORDER BY lsn_first LIMIT ?`);
+    for (let from = start; ; ) {
+      const rows = page.all(from, pageRows) as Array<{ lsn_first: number; n: number; batch: number; body: Buffer; crc: number }>;
+      for (const row of rows) yield* this.rowEntries(row, afterLsn);
+      if (rows.length < pageRows) return;
+      from = rows[rows.length - 1]!.lsn_first + 1;
+    }
+  }
+
+  /** A v2 row's records after `afterLsn`; a row that fails its checksum or its decoding is one entry with ok false. */
+  private *rowEntries(row: { lsn_first: number; n: number; batch: number; body: Buffer; crc: number }, afterLsn: number): IterableIterator<LogEntry> {
+    let records: LogRecord[] | null = null;
+    if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) === row.crc) {
+      try {
+        records = decodeLogBody(row.body, row.n);
+      } catch {
+        records = null;
+      }
+    }
+    if (records === null) {
+      yield { lsn: Math.max(row.lsn_first, afterLsn + 1), partition: -1, batch: row.batch, body: '', ok: false };
+      return;
+    }
+    for (let i = 0; i < records.length; i += 1) {
+      const lsn = row.lsn_first + i;
+      if (lsn > afterLsn) yield { lsn, partition: records[i]!.partition, batch: row.batch, body: records[i]!.body, ok: true };
+    }
+  }
+
+  /** Deletes records from `lsn` on (a torn tail: the newest batch); a v2 row holding `lsn` goes whole. */
+  cutFrom(lsn: number): number {
+    let deleted = 0;
+    for (let i = 0; i < this.segments.length; i += 1) {
+      const segment = this.segments[i]!;
+      if (segment.lastLsn === null || segment.lastLsn < lsn) continue;
+      if (segment.version === 1) {
+        deleted += this.db.prepare(`DELETE FROM ${segment.name} WHERE lsn >= ?`).run(lsn).changes;
+        this.segments[i] = this.loadV1(segment.name);
+      } else {
+        const from = (this.db.prepare(`SELECT max(lsn_first) FROM ${segment.name} WHERE lsn_first <= ?`).pluck().get(lsn) as number | null) ?? lsn;
+        deleted += (this.db.prepare(`SELECT coalesce(sum(n), 0) FROM ${segment.name} WHERE lsn_first >= ?`).pluck().get(from) as number);
+        this.db.prepare(`DELETE FROM ${segment.name} WHERE lsn_first >= ?`).run(from);
+        this.segments[i] = this.loadV2(segment.name);
+      }
+    }
+    return deleted;
+  }
+
+  /**
+   * Drops the oldest sealed segment if nothing needs it: each partition with records in it has two kept
+   * images at or above its last record there, and the segment ends at or below `ceilingLsn`. Otherwise
+   * names the partitions that lack such images (an image more of each unblocks it).
+   */
+  dropOldest(ceilingLsn: number, imagesOf: (partition: number) => { count: number; minLsn: number }): { dropped: { records: number; lastLsn: number; lastBatch: number } | null; blockers: number[] } {
+    const oldest = this.segments[0]!;
+    if (this.segments.length < 2) return { dropped: null, blockers: [] };
+    if (oldest.lastLsn !== null && oldest.lastLsn > ceilingLsn) return { dropped: null, blockers: [] };
+    const blockers: number[] = [];
+    for (const [partition, maxLsn] of this.maxOf(oldest)) {
+      const images = imagesOf(partition);
+      if (images.count < 2 || images.minLsn < maxLsn) blockers.push(partition);
+    }
+    if (blockers.length > 0) return { dropped: null, blockers };
+    this.db.exec(`DROP TABLE ${oldest.name}`);
+    this.segments.shift();
+    return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch: oldest.lastBatch ?? 0 }, blockers: [] };
+  }
+
+  /** Segment names and versions, oldest first (verify and tests). */
+  list(): Array<{ name: string; version: 1 | 2; records: number }> {
+    return this.segments.map((s) => ({ name: s.name, version: s.version, records: s.records }));
+  }
+}

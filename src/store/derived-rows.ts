@@ -1,0 +1,81 @@
+// Derived rows not yet written: the cold rows, idempotency changes and expiry rows that a group commit's
+// records imply. Log v2 writes only the log row on the request path; these follow after the fsync, in
+// bulk (before every snapshot image, at stop, and whenever too many wait), and until then reads find
+// them here. Runs in the shard worker (and the CLI's read-only replay) that owns the file.
+// Invariant: every row here is implied by a durable log record, so losing this memory loses nothing:
+// recovery replays the records after each partition's image and derives the same rows again.
+import type { ColdRow } from './cold-table.ts';
+import type { IdemChange } from './idem-log.ts';
+import type { DueChange } from './due-log.ts';
+import type { EntityKind, IdempotencyRecord } from './tiers.ts';
+
+export interface DerivedBatch {
+  cold: readonly ColdRow[];
+  idem: readonly IdemChange[];
+  due: readonly DueChange[];
+}
+
+/** Rows that may wait before the shard writes them, whatever the snapshot cadence (bounds the heap). */
+export const DERIVED_PENDING_ROWS_MAX = 20_000;
+
+export class PendingDerived {
+  private cold: ColdRow[] = [];
+  private idem: IdemChange[] = [];
+  private due: DueChange[] = [];
+  /** `kind id` → its waiting versions, oldest first. */
+  private readonly coldByKey = new Map<string, ColdRow[]>();
+  /** Waiting idempotency records by seq (the LSN of the record that stored them). */
+  private readonly idemBySeq = new Map<number, IdempotencyRecord>();
+
+  add(batch: DerivedBatch): void {
+    for (const row of batch.cold) {
+      this.cold.push(row);
+      const key = `${row.kind} ${row.id}`;
+      const versions = this.coldByKey.get(key);
+      if (versions === undefined) this.coldByKey.set(key, [row]);
+      else versions.push(row);
+    }
+    for (const change of batch.idem) {
+      this.idem.push(change);
+      if (change.op.op === 'put') this.idemBySeq.set(change.lsn, change.op.record);
+    }
+    for (const change of batch.due) this.due.push(change);
+  }
+
+  get rows(): number {
+    return this.cold.length + this.idem.length + this.due.length;
+  }
+
+  /** The newest waiting version of an entity written before `beforeLsn` (Infinity: the newest). */
+  readCold(kind: EntityKind, id: string, beforeLsn: number): string | undefined {
+    const versions = this.coldByKey.get(`${kind} ${id}`);
+    if (versions === undefined) return undefined;
+    for (let i = versions.length - 1; i >= 0; i -= 1) if (versions[i]!.lsn < beforeLsn) return versions[i]!.body;
+    return undefined;
+  }
+
+  readColdExact(kind: EntityKind, id: string, lsn: number): string | undefined {
+    return this.coldByKey.get(`${kind} ${id}`)?.find((row) => row.lsn === lsn)?.body;
+  }
+
+  /** Ids of the waiting entities of a kind. */
+  *coldIds(kind: EntityKind): IterableIterator<string> {
+    for (const [key, versions] of this.coldByKey) if (versions[0]!.kind === kind) yield key.slice(key.indexOf(' ') + 1);
+  }
+
+  readIdem(scope: string, seq: number): IdempotencyRecord | undefined {
+    const record = this.idemBySeq.get(seq);
+    return record !== undefined && record.scope === scope ? record : undefined;
+  }
+
+  /** Everything waiting, in order; the memory lets go of it (the caller writes it at once). */
+  take(): DerivedBatch {
+    const taken = { cold: this.cold, idem: this.idem, due: this.due };
+    this.cold = [];
+    this.idem = [];
+    this.due = [];
+    this.coldByKey.clear();
+    this.idemBySeq.clear();
+    return taken;
+  }
+}

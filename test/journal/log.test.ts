@@ -1,0 +1,243 @@
+// Log v2 on a real shard file: one row per group commit holding the batch's records, derived rows
+// (cold entities, idempotency records) written after the commit and readable meanwhile, replay that
+// rebuilds them after a crash, the torn-tail and corruption rules, and files written in version 1.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { ShardStore } from '../../src/store/shard-store.ts';
+import { CorruptionError, recoverShard, tiersOf } from '../../src/shard/recovery.ts';
+import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
+import { Passivation } from '../../src/shard/passivate.ts';
+import { emptyPartition, type PartitionState, type Transaction } from '../../src/shard/state.ts';
+import { decodeLogBody, encodeLogBody } from '../../src/journal/log-record.ts';
+import { walChecksum, walSegmentSql } from '../../src/journal/log-segments.ts';
+import { COLD_SQL } from '../../src/store/cold-table.ts';
+import { crc32 } from 'node:zlib';
+import { tempDataDir } from '../helpers/server.ts';
+import { damageRowOf, logRecords } from '../helpers/log.ts';
+
+const PARTITION = 5;
+
+/** Commits several commands' events as one group commit, the way the shard runtime's flush does. */
+function batchCommitter(store: ShardStore, state: PartitionState) {
+  const passivation = new Passivation();
+  return (commands: WalEvent[][]): number[] => {
+    const records: Array<{ partition: number; body: string }> = [];
+    const lsns: number[] = [];
+    for (const events of commands) {
+      const lsn = store.lsnNext + records.length;
+      for (const event of events) applyEvent(state, event);
+      records.push({ partition: PARTITION, body: JSON.stringify(events) });
+      passivation.note(state, lsn);
+      lsns.push(lsn);
+    }
+    store.appendBatch(records, passivation.take());
+    passivation.settle();
+    return lsns;
+  };
+}
+
+/** A transaction finished from birth (no hold, nothing to wait for). */
+function bareTxn(id: string, atMs: number): Transaction {
+  return {
+    id, owner: 'test:acme', customerId: 'c1', type: 'payment', status: 'pending', amountMinor: 700, feeMinor: 0, currency: 'NGN',
+    reference: null, failure: null, holdId: null, holdStatus: 'none', attempt: 1, paymentId: null, transferId: null,
+    history: [{ status: 'pending', atMs, attempt: 1, failureCode: null }], createdAtMs: atMs, updatedAtMs: atMs, bare: true,
+  };
+}
+
+const completed = (id: string, atMs: number): WalEvent => ({ t: 'txn.moved', id, status: 'completed', atMs, failure: null });
+
+function coldRows(file: string, id: string): number {
+  const db = new Database(file, { readonly: true });
+  try {
+    return (db.prepare('SELECT count(*) FROM cold WHERE id = ?').pluck().get(id) as number);
+  } finally {
+    db.close();
+  }
+}
+
+function logRows(file: string): Array<{ lsn_first: number; n: number; batch: number }> {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT lsn_first, n, batch FROM log_1 ORDER BY lsn_first').all() as Array<{ lsn_first: number; n: number; batch: number }>;
+  } finally {
+    db.close();
+  }
+}
+
+describe('log v2: the row codec', () => {
+  it('encode then decode → the same records, in order, whatever their size (raw and deflated bodies)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ partition: fc.integer({ min: 0, max: 63 }), body: fc.string({ maxLength: 3_000, unit: 'binary' }) }), { minLength: 1, maxLength: 40 }), (generated) => {
+        const records = generated.map((r) => ({ partition: r.partition, body: r.body }));
+        assert.deepEqual(decodeLogBody(encodeLogBody(records), records.length), records);
+      }),
+      { seed: 22, numRuns: 200 },
+    );
+  });
+
+  it('a body that says another record count, or another version → refused, not guessed', () => {
+    const body = encodeLogBody([{ partition: 1, body: '[]' }, { partition: 2, body: '[1]' }]);
+    assert.throws(() => decodeLogBody(body, 3), /2 records where the row says 3/);
+    const other = Buffer.from(body);
+    other[0] = 1;
+    assert.throws(() => decodeLogBody(other, 2), /format version 1/);
+  });
+});
+
+describe('log v2: one row per group commit, derived rows after it', () => {
+  it('a batch of three commands → one log row of three records; replies need nothing else on disk', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const lsns = commit([[{ t: 'txn.created', txn: bareTxn('A1', 1) }], [{ t: 'txn.created', txn: bareTxn('A2', 2) }], [completed('A1', 3)]]);
+    assert.deepEqual(logRows(file).map((r) => [r.lsn_first, r.n]), [[lsns[0], 3]]);
+    assert.deepEqual(logRecords(file).map((r) => r.lsn), lsns);
+    assert.ok(logRecords(file).every((r) => r.ok && r.partition === PARTITION));
+    store.close();
+  });
+
+  it('an entity finished by the batch → leaves the heap, read from memory until writeDerived, then from its cold row', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const created = bareTxn('B1', 10);
+    commit([[{ t: 'txn.created', txn: created }]]);
+    assert.equal(state.transactions.size, 0, 'finished at birth: not in the heap');
+    assert.equal(coldRows(file, 'B1'), 0, 'no cold row on the request path');
+    assert.deepEqual(state.transactions.get('B1'), created, 'read from the waiting rows');
+    assert.ok(store.derivedPending > 0);
+    store.writeDerived();
+    assert.equal(store.derivedPending, 0);
+    assert.equal(coldRows(file, 'B1'), 1);
+    assert.deepEqual(state.transactions.get('B1'), created, 'read from its row');
+    store.close();
+  });
+
+  it('killed before writeDerived → replay derives the same rows: entities and idempotency records are all there', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const record = { scope: 'test:acme:k1', fingerprint: 'f', status: 201, json: '{"data":{"id":"C1"}}', atMs: 20 };
+    const [storedAt] = commit([[{ t: 'txn.created', txn: bareTxn('C1', 20) }, { t: 'idem.stored', record }], [completed('C1', 21)]]);
+    const live = state.transactions.get('C1');
+    store.close(); // the waiting rows are lost with the process
+
+    const reopened = new ShardStore(file);
+    assert.equal(coldRows(file, 'C1'), 0);
+    const recovered = recoverShard(reopened, { partitions: [PARTITION] });
+    assert.equal(recovered.replayed, 2);
+    const after = recovered.states.get(PARTITION)!;
+    assert.deepEqual(after.transactions.get('C1'), live);
+    assert.equal(coldRows(file, 'C1'), 1, 'its final version derived again, at the record that finished it, as live wrote it');
+    assert.deepEqual(after.idempotency.getAt(record.scope, storedAt!), record, 'the idempotency record replays from its row');
+    reopened.close();
+  });
+
+  it('a read-only replay (verify while a server runs) → keeps what it derives in memory and writes nothing', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    commit([[{ t: 'txn.created', txn: bareTxn('D1', 30) }]]);
+    commit([[completed('D1', 31)]]);
+    const live = state.transactions.get('D1');
+    const reader = new ShardStore(file, { readonly: true });
+    const replayed = recoverShard(reader, { partitions: [PARTITION], ignoreSnapshots: true, readonly: true }).states.get(PARTITION)!;
+    assert.deepEqual(replayed.transactions.get('D1'), live);
+    reader.close();
+    assert.equal(coldRows(file, 'D1'), 0);
+    store.close();
+  });
+});
+
+describe('log v2: torn tail and corruption', () => {
+  it('the final row damaged → cut whole at start (its batch is gone, earlier batches intact)', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    commit([[{ t: 'txn.created', txn: bareTxn('E1', 40) }]]);
+    const last = commit([[{ t: 'txn.created', txn: bareTxn('E2', 41) }], [{ t: 'txn.created', txn: bareTxn('E3', 42) }]]);
+    store.close();
+    damageRowOf(file, last[1]!);
+    const reopened = new ShardStore(file);
+    const recovered = recoverShard(reopened, { partitions: [PARTITION] });
+    assert.equal(recovered.cut, 2, 'both records of the torn row');
+    const after = recovered.states.get(PARTITION)!;
+    assert.equal(after.transactions.get('E1')?.id, 'E1');
+    assert.equal(after.transactions.get('E2'), undefined);
+    assert.equal(reopened.lsnNext, last[0], 'numbering continues where the cut began');
+    reopened.close();
+  });
+
+  it('an earlier row damaged → recovery refuses with CorruptionError naming the record', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const [first] = commit([[{ t: 'txn.created', txn: bareTxn('F1', 50) }]]);
+    commit([[{ t: 'txn.created', txn: bareTxn('F2', 51) }]]);
+    store.close();
+    damageRowOf(file, first!);
+    const reopened = new ShardStore(file);
+    assert.throws(() => recoverShard(reopened, { partitions: [PARTITION] }), (error: unknown) => error instanceof CorruptionError && new RegExp(`WAL record ${first} `).test(error.message));
+    reopened.close();
+  });
+});
+
+describe('log v2: files written in version 1', () => {
+  /** A shard file as version 1 wrote it: one wal_1 row per record, born-finished entities named by id with their cold row. */
+  function v1File(): string {
+    const file = path.join(tempDataDir('log-v1'), 'shard-0.db');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.exec(`${walSegmentSql('wal_1')}; ${COLD_SQL}`);
+    const created = bareTxn('V1', 60);
+    const records: Array<[number, unknown[]]> = [
+      [1, [{ t: 'txn.created', cold: 'V1' }]],
+      [2, [completed('V1', 61)]],
+    ];
+    for (const [lsn, events] of records) {
+      const body = JSON.stringify(events);
+      db.prepare('INSERT INTO wal_1 (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)').run(lsn, PARTITION, lsn, body, walChecksum(lsn, PARTITION, body));
+    }
+    const body = JSON.stringify(created);
+    db.prepare('INSERT INTO cold (kind, id, lsn, partition, body, crc) VALUES (0, ?, 1, ?, ?, ?)').run('V1', PARTITION, body, crc32(body));
+    db.close();
+    return file;
+  }
+
+  it('opened by version 2 → v1 records replay (named entities from their rows), new batches go to v2 rows after them', () => {
+    const file = v1File();
+    const store = new ShardStore(file);
+    const recovered = recoverShard(store, { partitions: [PARTITION] });
+    assert.equal(recovered.replayed, 2);
+    const state = recovered.states.get(PARTITION)!;
+    assert.equal(state.transactions.get('V1')?.status, 'completed');
+    assert.equal(store.lsnNext, 3);
+    const commit = batchCommitter(store, state);
+    assert.deepEqual(commit([[{ t: 'txn.created', txn: bareTxn('V2', 62) }]]), [3]);
+    store.close();
+    assert.deepEqual(logRecords(file).map((r) => r.lsn), [1, 2, 3], 'one log in LSN order across both versions');
+    const again = recoverShard(new ShardStore(file), { partitions: [PARTITION], ignoreSnapshots: true, readonly: true }).states.get(PARTITION)!;
+    assert.equal(again.transactions.get('V1')?.status, 'completed');
+    assert.equal(again.transactions.get('V2')?.id, 'V2');
+  });
+
+  it('a v1 record naming an entity whose row is missing → CorruptionError, not an invented entity', () => {
+    const file = v1File();
+    const db = new Database(file);
+    db.exec('DELETE FROM cold');
+    db.close();
+    const store = new ShardStore(file);
+    assert.throws(() => recoverShard(store, { partitions: [PARTITION] }), CorruptionError);
+    store.close();
+  });
+});
