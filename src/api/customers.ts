@@ -65,11 +65,22 @@ async function createCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>
   return reply;
 }
 
+/**
+ * Fields only the account's own keys may set: they widen what the customer may do (tier: its limits;
+ * kyc_level: its payment methods and services), so they are the integrator's compliance decisions. A
+ * key acting for the customer itself may change its contact details and its PIN, never these.
+ */
+const ACCOUNT_DECIDES: ReadonlyArray<keyof CustomerPatch> = ['tier', 'kyc_level'];
+
 async function patchCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>[0]): Promise<Reply> {
   const id = ctx.params.id ?? '';
   const partition = partitionOf(id, 'customer');
   if (isRejection(partition)) return errorOf(partition);
   const body = ctx.body as CustomerPatch;
+  if (ctx.key?.customerId != null) {
+    const decided = ACCOUNT_DECIDES.filter((field) => body[field] !== undefined);
+    if (decided.length > 0) return errorOf(reject('FORBIDDEN', `A customer-scoped key cannot change ${decided.join(' or ')}: the account decides them.`));
+  }
   const patch: CustomerPatchBody = {};
   if (body.name !== undefined) patch.name = body.name.trim();
   if (body.email !== undefined) {

@@ -351,7 +351,7 @@ export class HttpServer {
       const denied = this.deps.auth.authorize(key, route, key.ipAllow.length > 0 ? this.ipOf(incoming) : '');
       if (denied !== null) return { reply: this.errorReply(denied) };
       if (route.accountLevel === true && key.customerId !== null) {
-        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks, the sandbox clock, rail switches).')) };
+        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks, the sandbox clock, collection outcomes, rail switches).')) };
       }
       if (route.sandboxOnly === true && key.env !== 'test') {
         return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };

@@ -55,7 +55,7 @@ export interface RouteDef {
    * keyed POST without `idempotent` gets the front end's store (src/http/idempotency-store.ts).
    */
   keyedInShard?: boolean;
-  /** Account-level resource (webhooks, the sandbox clock, rail switches): a customer-scoped key gets 403. */
+  /** Account-level resource (webhooks, the sandbox clock, collection outcomes, rail switches): a customer-scoped key gets 403. */
   accountLevel?: boolean;
   body?: TSchema;
   /** The body may be left out entirely (validated against `body` when present). */
