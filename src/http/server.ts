@@ -8,7 +8,7 @@ import { reject, statusOf, type Rejection } from '../errors.ts';
 import type { KeyRecord } from '../store/control-store.ts';
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.ts';
 import { normalizeIp, type Authenticator } from './auth.ts';
-import type { RateDecision, RateLimiter } from './rate-limit.ts';
+import { ipSubject, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
 import { closedForFraming } from './framing.ts';
 import type { Router } from './router.ts';
@@ -217,7 +217,7 @@ export class HttpServer {
       : this.deps.auth.authenticate(incoming.authorization, wallMs);
     if ('code' in authenticated) {
       // Failed authentications count against the source IP, so guessing keys is rate-limited too.
-      const ipRate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
+      const ipRate = this.deps.rateLimiter.take(ipSubject(this.ipOf(incoming)), write, wallMs);
       if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
       return { reply: this.unauthenticated(authenticated), rate: ipRate };
     }
@@ -298,7 +298,7 @@ export class HttpServer {
       key = authenticated.key;
       rate = authenticated.rate;
     } else {
-      rate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
+      rate = this.deps.rateLimiter.take(ipSubject(this.ipOf(incoming)), write, wallMs);
     }
     // A public route may still be told who is asking (live keys see live availability); a key that does
     // not authenticate is ignored there, never an error.
