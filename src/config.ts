@@ -28,6 +28,8 @@ const ConfigSchema = Type.Object({
   apiKeys: Type.Array(Type.String()),
   rateLimitReadPerMin: Type.Integer({ minimum: 1 }),
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
+  /** Signed callbacks a minute per connector: a budget of their own, apart from keys and source IPs. */
+  rateLimitCallbacksPerMin: Type.Integer({ minimum: 1 }),
   bodyBytesMax: Type.Integer({ minimum: 256, maximum: 16 * 1024 * 1024 }),
   /** 0: no periodic snapshots; else at least 100 ms apart (a snapshot every few ms would leave the shard no time for requests). */
   snapshotIntervalMs: Type.Union([Type.Literal(0), Type.Integer({ minimum: 100, maximum: 86_400_000 })]),
@@ -169,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     apiKeys: keysFrom(env),
     rateLimitReadPerMin: intFrom(env, 'KOBO_RATE_LIMIT_READ_PER_MIN', 300),
     rateLimitWritePerMin: intFrom(env, 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 60),
+    rateLimitCallbacksPerMin: intFrom(env, 'KOBO_RATE_LIMIT_CALLBACKS_PER_MIN', 6_000),
     bodyBytesMax: intFrom(env, 'KOBO_BODY_BYTES_MAX', 64 * 1024),
     snapshotIntervalMs: intFrom(env, 'KOBO_SNAPSHOT_INTERVAL_MS', 60_000),
     idempotencyRetentionHours: intFrom(env, 'KOBO_IDEMPOTENCY_RETENTION_HOURS', 48),
