@@ -8,6 +8,7 @@ import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { ConnectorSchema, loadConnectorsFile, type ConnectorConfig } from './connectors/connector-config.ts';
 import { WAL_SEGMENT_RECORDS } from './store/wal-segments.ts';
+import { fxCurrencies, supportsPair } from './catalogue/fx.ts';
 
 export const PARTITIONS = 64;
 
@@ -60,6 +61,10 @@ const ConfigSchema = Type.Object({
   responseBufferedBytesMax: Type.Integer({ minimum: 64 * 1024, maximum: 1024 * 1024 * 1024 }),
   pinAttemptsMax: Type.Integer({ minimum: 1, maximum: 100 }),
   pinLockMinutes: Type.Integer({ minimum: 1, maximum: 24 * 60 }),
+  /** A live FX mid rate further than this from kobo's reference rate is refused (basis points, both ways). */
+  fxBandBps: Type.Integer({ minimum: 1, maximum: 10_000 }),
+  /** Pairs with a band of their own (`GBP/NGN` also covers NGN/GBP); the others have fxBandBps. */
+  fxPairBandsBps: Type.Array(Type.Object({ pair: Type.String({ pattern: '^[A-Z]{3}/[A-Z]{3}$' }), bps: Type.Integer({ minimum: 1, maximum: 10_000 }) })),
   /** Operator connectors serving live rails (KOBO_CONNECTORS_FILE); none: live offers no external rail. */
   connectors: Type.Array(ConnectorSchema),
   logLevel: Type.Union([Type.Literal('silent'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug')]),
@@ -131,6 +136,29 @@ function portsFrom(env: NodeJS.ProcessEnv, name: string): number[] {
   });
 }
 
+/**
+ * `GBP/NGN:1500,NGN/USD:500`: FX pairs with a band of their own, in basis points (1 to 10000). Each
+ * pair must be one kobo has reference rates for (a band needs a reference) and appear once, in either
+ * direction (a band is the same both ways).
+ */
+function pairBandsFrom(env: NodeJS.ProcessEnv, name: string): Array<{ pair: string; bps: number }> {
+  const raw = env[name] ?? '';
+  const seen = new Set<string>();
+  return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0).map((entry) => {
+    const match = /^([A-Z]{3})\/([A-Z]{3}):(\d{1,5})$/.exec(entry);
+    const bps = Number(match?.[3]);
+    if (match === null || bps < 1 || bps > 10_000) {
+      throw new ConfigError(`config: ${name} must be a comma-separated list of FROM/TO:BPS (e.g. GBP/NGN:1500, BPS from 1 to 10000), got "${raw}"`);
+    }
+    const [from, to] = [match[1]!, match[2]!];
+    if (!supportsPair(from, to)) throw new ConfigError(`config: ${name}: ${from}/${to} is not a pair kobo has reference rates for (${fxCurrencies().join(', ')})`);
+    const key = [from, to].sort().join('/');
+    if (seen.has(key)) throw new ConfigError(`config: ${name}: ${from}/${to} appears twice (a band covers both directions)`);
+    seen.add(key);
+    return { pair: `${from}/${to}`, bps };
+  });
+}
+
 /** Variables whose values are never printed in a config error. */
 const SECRET_VARIABLES: ReadonlySet<string> = new Set(['KOBO_METRICS_TOKEN', 'KOBO_API_KEYS']);
 
@@ -196,6 +224,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     responseBufferedBytesMax: intFrom(env, 'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 4 * 1024 * 1024),
     pinAttemptsMax: intFrom(env, 'KOBO_PIN_ATTEMPTS_MAX', 5),
     pinLockMinutes: intFrom(env, 'KOBO_PIN_LOCK_MINUTES', 15),
+    fxBandBps: intFrom(env, 'KOBO_FX_BAND_BPS', 1_000),
+    fxPairBandsBps: pairBandsFrom(env, 'KOBO_FX_PAIR_BANDS_BPS'),
     connectors: connectorsOf(env.KOBO_CONNECTORS_FILE ?? ''),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
     drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),
