@@ -28,6 +28,7 @@ import { FrontIdempotencyStore } from './http/idempotency-store.ts';
 import { CustomerIndex } from './api/customer-index.ts';
 import { SandboxClocks } from './api/clocks.ts';
 import type { ApiDeps } from './api/deps.ts';
+import type { FxTrust } from './api/live-fx.ts';
 import { WalletViews } from './api/wallet-views.ts';
 import { countryRoutes } from './api/countries.ts';
 import { customerRoutes } from './api/customers.ts';
@@ -257,7 +258,17 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   // Lookups that move no money (account names, recipients, FX rates) are asked from the main thread.
   let publicUrl = config.publicUrl;
   setLiveRails(config.connectors.map((c) => connectorRail(c, () => publicUrl, (sample) => metrics.connectorCall(sample))));
-  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, walletViews, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
+  const warn: Log = logging?.warn ?? log;
+  const fx: FxTrust = {
+    bandBps: config.fxBandBps,
+    pairBandsBps: config.fxPairBandsBps,
+    refused: (r) => {
+      metrics.fxRateRefused(r.connector, r.pair, r.reason);
+      const why = r.reason === 'outside_band' ? `${r.deviationBps ?? '?'} bps from the reference rate, outside the ±${r.bandBps} bps band` : 'not a plain positive decimal';
+      warn(`FX rate refused: connector ${r.connector} answered ${r.pair} ${r.rate}, ${why}`, { connector: r.connector, pair: r.pair, reason: r.reason, rate: r.rate, deviation_bps: r.deviationBps ?? null, band_bps: r.bandBps });
+    },
+  };
+  const deps: ApiDeps = { pool, idempotency, customers, control, clocks, walletViews, fx, pinPolicy: { attemptsMax: config.pinAttemptsMax, lockMs: config.pinLockMinutes * 60_000 } };
   const router = new Router();
   router.add([
     ...countryRoutes(),
@@ -286,6 +297,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     router,
     auth: new Authenticator(control),
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
+    // Connector callbacks: one window per connector (a bounded set), never shared with an IP's.
+    signedRateLimiter: new RateLimiter({ readPerMin: config.rateLimitCallbacksPerMin, writePerMin: config.rateLimitCallbacksPerMin }),
     bodyBytesMax: config.bodyBytesMax,
     frontIdempotency: new FrontIdempotencyStore(webhookStore.db, config.idempotencyRetentionHours * 3_600_000),
     jsonPolicy: { depthMax: config.jsonDepthMax, membersMax: config.jsonMembersMax },

@@ -8,6 +8,7 @@ import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { ConnectorSchema, loadConnectorsFile, type ConnectorConfig } from './connectors/connector-config.ts';
 import { WAL_SEGMENT_RECORDS } from './journal/log-segments.ts';
+import { fxCurrencies, supportsPair } from './catalogue/fx.ts';
 
 export const PARTITIONS = 64;
 
@@ -28,6 +29,8 @@ const ConfigSchema = Type.Object({
   apiKeys: Type.Array(Type.String()),
   rateLimitReadPerMin: Type.Integer({ minimum: 1 }),
   rateLimitWritePerMin: Type.Integer({ minimum: 1 }),
+  /** Signed callbacks a minute per connector: a budget of their own, apart from keys and source IPs. */
+  rateLimitCallbacksPerMin: Type.Integer({ minimum: 1 }),
   bodyBytesMax: Type.Integer({ minimum: 256, maximum: 16 * 1024 * 1024 }),
   /** 0: no periodic snapshots; else at least 100 ms apart (a snapshot every few ms would leave the shard no time for requests). */
   snapshotIntervalMs: Type.Union([Type.Literal(0), Type.Integer({ minimum: 100, maximum: 86_400_000 })]),
@@ -58,6 +61,10 @@ const ConfigSchema = Type.Object({
   responseBufferedBytesMax: Type.Integer({ minimum: 64 * 1024, maximum: 1024 * 1024 * 1024 }),
   pinAttemptsMax: Type.Integer({ minimum: 1, maximum: 100 }),
   pinLockMinutes: Type.Integer({ minimum: 1, maximum: 24 * 60 }),
+  /** A live FX mid rate further than this from kobo's reference rate is refused (basis points, both ways). */
+  fxBandBps: Type.Integer({ minimum: 1, maximum: 10_000 }),
+  /** Pairs with a band of their own (`GBP/NGN` also covers NGN/GBP); the others have fxBandBps. */
+  fxPairBandsBps: Type.Array(Type.Object({ pair: Type.String({ pattern: '^[A-Z]{3}/[A-Z]{3}$' }), bps: Type.Integer({ minimum: 1, maximum: 10_000 }) })),
   /** Operator connectors serving live rails (KOBO_CONNECTORS_FILE); none: live offers no external rail. */
   connectors: Type.Array(ConnectorSchema),
   logLevel: Type.Union([Type.Literal('silent'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug')]),
@@ -129,6 +136,29 @@ function portsFrom(env: NodeJS.ProcessEnv, name: string): number[] {
   });
 }
 
+/**
+ * `GBP/NGN:1500,NGN/USD:500`: FX pairs with a band of their own, in basis points (1 to 10000). Each
+ * pair must be one kobo has reference rates for (a band needs a reference) and appear once, in either
+ * direction (a band is the same both ways).
+ */
+function pairBandsFrom(env: NodeJS.ProcessEnv, name: string): Array<{ pair: string; bps: number }> {
+  const raw = env[name] ?? '';
+  const seen = new Set<string>();
+  return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0).map((entry) => {
+    const match = /^([A-Z]{3})\/([A-Z]{3}):(\d{1,5})$/.exec(entry);
+    const bps = Number(match?.[3]);
+    if (match === null || bps < 1 || bps > 10_000) {
+      throw new ConfigError(`config: ${name} must be a comma-separated list of FROM/TO:BPS (e.g. GBP/NGN:1500, BPS from 1 to 10000), got "${raw}"`);
+    }
+    const [from, to] = [match[1]!, match[2]!];
+    if (!supportsPair(from, to)) throw new ConfigError(`config: ${name}: ${from}/${to} is not a pair kobo has reference rates for (${fxCurrencies().join(', ')})`);
+    const key = [from, to].sort().join('/');
+    if (seen.has(key)) throw new ConfigError(`config: ${name}: ${from}/${to} appears twice (a band covers both directions)`);
+    seen.add(key);
+    return { pair: `${from}/${to}`, bps };
+  });
+}
+
 /** Variables whose values are never printed in a config error. */
 const SECRET_VARIABLES: ReadonlySet<string> = new Set(['KOBO_METRICS_TOKEN', 'KOBO_API_KEYS']);
 
@@ -169,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     apiKeys: keysFrom(env),
     rateLimitReadPerMin: intFrom(env, 'KOBO_RATE_LIMIT_READ_PER_MIN', 300),
     rateLimitWritePerMin: intFrom(env, 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 60),
+    rateLimitCallbacksPerMin: intFrom(env, 'KOBO_RATE_LIMIT_CALLBACKS_PER_MIN', 6_000),
     bodyBytesMax: intFrom(env, 'KOBO_BODY_BYTES_MAX', 64 * 1024),
     snapshotIntervalMs: intFrom(env, 'KOBO_SNAPSHOT_INTERVAL_MS', 60_000),
     idempotencyRetentionHours: intFrom(env, 'KOBO_IDEMPOTENCY_RETENTION_HOURS', 48),
@@ -193,6 +224,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     responseBufferedBytesMax: intFrom(env, 'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 4 * 1024 * 1024),
     pinAttemptsMax: intFrom(env, 'KOBO_PIN_ATTEMPTS_MAX', 5),
     pinLockMinutes: intFrom(env, 'KOBO_PIN_LOCK_MINUTES', 15),
+    fxBandBps: intFrom(env, 'KOBO_FX_BAND_BPS', 1_000),
+    fxPairBandsBps: pairBandsFrom(env, 'KOBO_FX_PAIR_BANDS_BPS'),
     connectors: connectorsOf(env.KOBO_CONNECTORS_FILE ?? ''),
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
     drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),

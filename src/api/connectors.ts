@@ -4,8 +4,9 @@
 // Invariant: only a body signed with that connector's secret and a fresh timestamp reaches a shard
 // (else 401, nothing changes); a replayed or duplicate callback is acknowledged and changes nothing.
 import Type from 'typebox';
-import { reject } from '../errors.ts';
-import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
+import { reject, type Rejection } from '../errors.ts';
+import type { RateDecision } from '../http/rate-limit.ts';
+import type { Reply, RequestContext, RouteDef, SignedRequest } from '../http/types.ts';
 import { answerOf } from '../connectors/client.ts';
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { signatureProblem } from '../connectors/signing.ts';
@@ -26,12 +27,32 @@ async function observed(connectors: ReadonlyMap<string, ConnectorConfig>, ctx: R
   return answered;
 }
 
+/**
+ * Before anything else (the front end calls it in place of the per-IP budget): the connector named in
+ * the path must exist and have signed this body with a fresh timestamp; then the callback is charged to
+ * that connector's own budget. A refusal (404, 401) is charged to the source IP by the front end.
+ */
+function verifyCallback(connectors: ReadonlyMap<string, ConnectorConfig>, request: SignedRequest, observe: CallbackObserver): RateDecision | Rejection {
+  const connector = connectors.get(request.params.name ?? '');
+  if (connector === undefined) {
+    observe('unknown', 'rejected');
+    return reject('NOT_FOUND', 'No such connector.');
+  }
+  const problem = signatureProblem(connector.secret, request.signature.timestamp || undefined, request.signature.signature || undefined, request.rawBody.toString('utf8'));
+  if (problem !== null) {
+    observe(connector.name, 'rejected');
+    return reject('UNAUTHENTICATED', `Callback refused: ${problem}.`);
+  }
+  const rate = request.charge(`connector:${connector.name}`);
+  if (!rate.allowed) observe(connector.name, 'rejected');
+  return rate;
+}
+
+/** A verified callback (verifyCallback ran first) becomes a `rail.answer` command for the entity's shard. */
 async function callback(deps: ApiDeps, connectors: ReadonlyMap<string, ConnectorConfig>, ctx: RequestContext): Promise<Reply> {
   const connector = connectors.get(ctx.params.name ?? '');
   if (connector === undefined) return errorOf(reject('NOT_FOUND', 'No such connector.'));
   const text = ctx.rawBody.toString('utf8');
-  const problem = signatureProblem(connector.secret, ctx.signature?.timestamp || undefined, ctx.signature?.signature || undefined, text);
-  if (problem !== null) return { ...errorOf(reject('UNAUTHENTICATED', `Callback refused: ${problem}.`)), headers: { 'WWW-Authenticate': 'Kobo-Signature' } };
   const body = (typeof ctx.body === 'object' && ctx.body !== null ? ctx.body : {}) as { reference?: unknown; kind?: unknown };
   const reference = typeof body.reference === 'string' ? parseRailReference(body.reference) : null;
   if (reference === null) return errorOf(reject('VALIDATION', 'reference must be the `<id>:<attempt>` kobo sent.'));
@@ -68,6 +89,7 @@ export function connectorRoutes(deps: ApiDeps, connectors: readonly ConnectorCon
       summary: 'A connector reports a live rail outcome (signed with its secret; see docs/connectors.md)',
       auth: 'public',
       family: 'connectors',
+      signedBy: (request) => verifyCallback(byName, request, observe),
       response: CallbackAck,
       errors: ['VALIDATION', 'UNAUTHENTICATED', 'NOT_FOUND'],
       handle: (ctx) => observed(byName, ctx, observe, callback(deps, byName, ctx)),

@@ -2,6 +2,7 @@
 // Main thread: normalises email and phone (libphonenumber), enforces per-account uniqueness through
 // the customer index, hashes PINs with scrypt off the event loop, then sends shard commands.
 // Invariant: a PIN is never stored or returned in clear; only `pin_set` is shown.
+import assert from 'node:assert/strict';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { findCountry } from '../catalogue/countries.ts';
 import { reject, type Rejection } from '../errors.ts';
@@ -29,6 +30,29 @@ export function normalizePhone(phone: string): string | Rejection {
   return parsed.number;
 }
 
+/**
+ * The one rule for the fields creation and PATCH both accept: the name trimmed and never blank, the
+ * email trimmed and lower-cased, the phone in E.164. Each field is checked only when given.
+ */
+export function customerFields(body: { name?: string; email?: string; phone?: string }): { name?: string; email?: string; phone?: string } | Rejection {
+  const fields: { name?: string; email?: string; phone?: string } = {};
+  if (body.name !== undefined) {
+    fields.name = body.name.trim();
+    if (fields.name === '') return reject('VALIDATION', 'name must not be blank.');
+  }
+  if (body.email !== undefined) {
+    const email = normalizeEmail(body.email);
+    if (isRejection(email)) return email;
+    fields.email = email;
+  }
+  if (body.phone !== undefined) {
+    const phone = normalizePhone(body.phone);
+    if (isRejection(phone)) return phone;
+    fields.phone = phone;
+  }
+  return fields;
+}
+
 function customerIdOf(reply: Reply): string | undefined {
   if (reply.json === undefined) return undefined;
   return (JSON.parse(reply.json) as { data: { id: string; email: string; phone: string } }).data.id;
@@ -37,10 +61,10 @@ function customerIdOf(reply: Reply): string | undefined {
 async function createCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>[0]): Promise<Reply> {
   if (ctx.key?.customerId != null) return errorOf(reject('FORBIDDEN', 'A customer-scoped key cannot create customers.'));
   const body = ctx.body as CustomerCreate;
-  const email = normalizeEmail(body.email);
-  if (isRejection(email)) return errorOf(email);
-  const phone = normalizePhone(body.phone);
-  if (isRejection(phone)) return errorOf(phone);
+  const fields = customerFields(body);
+  if (isRejection(fields)) return errorOf(fields);
+  const { name, email, phone } = fields;
+  assert(name !== undefined && email !== undefined && phone !== undefined, 'customerFields returns every field it was given');
   const country = findCountry(body.country_code);
   if (country === undefined || !country.registration_enabled) {
     return errorOf(reject('VALIDATION', `country_code ${body.country_code} is not open for registration.`));
@@ -54,7 +78,7 @@ async function createCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>
     deps,
     ctx,
     partition,
-    { k: 'customer.create', body: { name: body.name.trim(), email, phone, countryCode: country.code, duplicate } },
+    { k: 'customer.create', body: { name, email, phone, countryCode: country.code, duplicate } },
     { idempotent: true },
   );
   if (duplicate === null) {
@@ -65,23 +89,25 @@ async function createCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>
   return reply;
 }
 
+/**
+ * Fields only the account's own keys may set: they widen what the customer may do (tier: its limits;
+ * kyc_level: its payment methods and services), so they are the integrator's compliance decisions. A
+ * key acting for the customer itself may change its contact details and its PIN, never these.
+ */
+const ACCOUNT_DECIDES: ReadonlyArray<keyof CustomerPatch> = ['tier', 'kyc_level'];
+
 async function patchCustomer(deps: ApiDeps, ctx: Parameters<RouteDef['handle']>[0]): Promise<Reply> {
   const id = ctx.params.id ?? '';
   const partition = partitionOf(id, 'customer');
   if (isRejection(partition)) return errorOf(partition);
   const body = ctx.body as CustomerPatch;
-  const patch: CustomerPatchBody = {};
-  if (body.name !== undefined) patch.name = body.name.trim();
-  if (body.email !== undefined) {
-    const email = normalizeEmail(body.email);
-    if (isRejection(email)) return errorOf(email);
-    patch.email = email;
+  if (ctx.key?.customerId != null) {
+    const decided = ACCOUNT_DECIDES.filter((field) => body[field] !== undefined);
+    if (decided.length > 0) return errorOf(reject('FORBIDDEN', `A customer-scoped key cannot change ${decided.join(' or ')}: the account decides them.`));
   }
-  if (body.phone !== undefined) {
-    const phone = normalizePhone(body.phone);
-    if (isRejection(phone)) return errorOf(phone);
-    patch.phone = phone;
-  }
+  const fields = customerFields(body);
+  if (isRejection(fields)) return errorOf(fields);
+  const patch: CustomerPatchBody = { ...fields };
   if (body.tier !== undefined) patch.tier = body.tier;
   if (body.kyc_level !== undefined) patch.kycLevel = body.kyc_level;
   if (body.pin !== undefined) {

@@ -16,6 +16,7 @@ import type { CustomerIndex } from './customer-index.ts';
 import type { SandboxClocks } from './clocks.ts';
 import type { PinPolicy } from './pin-check.ts';
 import type { WalletViews } from './wallet-views.ts';
+import type { FxTrust } from './live-fx.ts';
 
 export interface ApiDeps {
   pool: ShardPool;
@@ -27,6 +28,8 @@ export interface ApiDeps {
   pinPolicy?: PinPolicy;
   /** Views of wallets changed since start (src/api/wallet-views.ts); every wallet read asks its shard when absent. */
   walletViews?: WalletViews;
+  /** How live FX rates are checked before they price anything (src/api/live-fx.ts). */
+  fx: FxTrust;
 }
 
 export function errorOf(rejection: Rejection): Reply {

@@ -3,35 +3,12 @@
 // quote id carries the customer's partition, so execution routes without a lookup.
 // Invariant: an exchange executes a live, unused quote of the caller's, or nothing.
 import type { RouteDef } from '../http/types.ts';
-import { randomUUID } from 'node:crypto';
-import type { Reply } from '../http/types.ts';
 import { isLiveOwner } from '../rails/coverage.ts';
-import { lookUp } from '../rails/rails.ts';
+import { supportsPair } from '../catalogue/fx.ts';
+import { liveMidRate } from './live-fx.ts';
 import { Exchange, ExchangeCreate, ExchangeQuote, ExchangeQuoteCreate } from '../schemas/exchange.schema.ts';
 import { reject } from '../errors.ts';
 import { type ApiDeps, actingCustomer, command, currencyProblem, customerTarget, errorOf, isRejection, partitionOf } from './deps.ts';
-
-/** A mid rate is a plain positive decimal of at most 12 fraction digits (as in the reference table). */
-const MID_RATE_PATTERN = /^(?!0+(?:\.0+)?$)\d{1,15}(?:\.\d{1,12})?$/;
-
-/**
- * The mid rate of the FX connector covering both currencies (rails.ts): no connector → 422
- * FX_QUOTE_UNAVAILABLE; a refusal or a rate that is not a plain positive decimal → 422 as well; no
- * answer → 502 PROVIDER_FAILURE (retry with the same Idempotency-Key).
- */
-export async function liveMidRate(owner: string, from: string, to: string, nowMs: number): Promise<string | Reply> {
-  const answer = await lookUp(owner, 'fx', [{ currency: from }, { currency: to }], `fx-${randomUUID()}`, { from_currency: from, to_currency: to }, nowMs);
-  if (answer === null) return errorOf(reject('FX_QUOTE_UNAVAILABLE', `No live FX connector quotes ${from} → ${to}.`));
-  if (answer.outcome === 'settled') {
-    const rate = answer.detail?.mid_rate;
-    if (typeof rate === 'string' && MID_RATE_PATTERN.test(rate)) return rate;
-    return errorOf(reject('FX_QUOTE_UNAVAILABLE', `The FX connector answered no usable rate for ${from} → ${to}.`));
-  }
-  if (answer.outcome === 'failed' || answer.outcome === 'terminal' || answer.outcome === 'not_found') {
-    return errorOf(reject('FX_QUOTE_UNAVAILABLE', `The FX connector does not quote ${from} → ${to}.`));
-  }
-  return errorOf(reject('PROVIDER_FAILURE', 'The FX rail did not answer; retry with the same Idempotency-Key.'));
-}
 
 export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
   return [
@@ -55,8 +32,10 @@ export function exchangeRoutes(deps: ApiDeps): RouteDef[] {
         const target = customerTarget(ctx, body.customer_id);
         if ('status' in target) return target;
         const { customerId, partition } = target;
-        // kobo's reference rates never price live money: a live quote takes the FX connector's mid rate.
-        const live = isLiveOwner(ctx.owner) ? await liveMidRate(ctx.owner, body.from_currency, body.to_currency, ctx.nowMs) : undefined;
+        // kobo's reference rates never price live money: a live quote takes the FX connector's mid rate,
+        // checked against them. A pair kobo does not exchange is left to the shard (400 VALIDATION).
+        const asked = isLiveOwner(ctx.owner) && supportsPair(body.from_currency, body.to_currency);
+        const live = asked ? await liveMidRate(deps.fx, ctx.owner, body.from_currency, body.to_currency, ctx.nowMs) : undefined;
         if (live !== undefined && typeof live !== 'string') return live;
         return command(deps, ctx, partition, {
           k: 'fx.quote',

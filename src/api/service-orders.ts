@@ -11,7 +11,7 @@ import { OrderReadQuery, OrderStatusProjection, ServiceOrder, ServiceOrderCreate
 import type { ServiceRequest } from '../shard/protocol.ts';
 import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, byIdHandler } from './deps.ts';
 import { customerCountry, pinCheck } from './transfers.ts';
-import { liveMidRate } from './exchange.ts';
+import { liveMidRate } from './live-fx.ts';
 import { isLiveOwner } from '../rails/coverage.ts';
 import { findCountry } from '../catalogue/countries.ts';
 
@@ -52,7 +52,7 @@ async function liveServiceFx(deps: ApiDeps, ctx: RequestContext, b: ServiceQuote
   const source = findCountry(home)?.currency_code;
   const destination = countryService(b.country_code, b.service_code)?.currency;
   if (source === undefined || destination === undefined || source === destination) return null;
-  const midRate = await liveMidRate(ctx.owner, destination, source, ctx.nowMs);
+  const midRate = await liveMidRate(deps.fx, ctx.owner, destination, source, ctx.nowMs);
   if (typeof midRate === 'string') return { fromCurrency: destination, toCurrency: source, midRate };
   // No rate (no covering connector, a refusal): the shard refuses FX_QUOTE_UNAVAILABLE after its own
   // checks, so a quote for a service live mode does not offer still answers SERVICE_UNAVAILABLE first.

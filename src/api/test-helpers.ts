@@ -30,6 +30,8 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
       auth: 'key',
       family: 'test_helpers',
       sandboxOnly: true,
+      // The rail's (or the payer's) outcome: the account's test lever, never the customer's own.
+      accountLevel: true,
       response: Payment,
       keyedInShard: true,
       errors: ['NOT_FOUND', 'CONFLICT', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
@@ -42,6 +44,7 @@ export function testHelperRoutes(deps: ApiDeps): RouteDef[] {
       auth: 'key',
       family: 'test_helpers',
       sandboxOnly: true,
+      accountLevel: true,
       body: PaymentFail,
       bodyOptional: true,
       response: Payment,

@@ -54,6 +54,20 @@ export function midRate(from: string, to: string): Rate {
   return { num: t.num * f.den, den: t.den * f.num };
 }
 
+/**
+ * How far a mid rate for from → to (a live connector's) is from the reference mid, in basis points of
+ * the reference, rounded up: exact, so `deviationBps(…) <= band` holds exactly when
+ * |rate − reference| × 10 000 ≤ band × reference. The pair must have a reference rate.
+ */
+export function deviationBps(from: string, to: string, rate: Rate): bigint {
+  const reference = midRate(from, to);
+  // rate / reference = a / b (both over the common denominator rate.den × reference.den).
+  const a = rate.num * reference.den;
+  const b = reference.num * rate.den;
+  const gap = a > b ? a - b : b - a;
+  return (gap * 10_000n + b - 1n) / b;
+}
+
 /** The customer's rate: mid less the spread. */
 export function customerRate(from: string, to: string): Rate {
   return customerRateAt(midRate(from, to));

@@ -14,6 +14,7 @@ import { startConnector } from './connector.ts';
 import { makeDir } from '../store/private-files.ts';
 import { ipAllowProblem, scopeProblem } from '../http/auth.ts';
 import { isUlid } from '../ids.ts';
+import { customerOwner } from './customer-owner.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -42,6 +43,21 @@ function keyLine(k: KeyRecord): string {
   const scoped = k.customerId === null ? '' : ` customer ${k.customerId}`;
   const ips = k.ipAllow.length === 0 ? '' : ` ip ${k.ipAllow.join(',')}`;
   return `${k.id}  ${k.prefix}…  ${k.env}  account ${k.account}  ${status}  scopes ${k.scopes.join(',')}${scoped}${ips}${expires}`;
+}
+
+/**
+ * Why a key for this customer cannot be made in this account and environment, or null. A key acts
+ * only for customers of its own account: one made elsewhere (say in `default`, when --account was
+ * forgotten) would be refused on every request.
+ */
+function customerKeyProblem(customerId: string, env: 'test' | 'live', account: string): string | null {
+  const owner = customerOwner(config.dataDir, customerId);
+  if (owner === `${env}:${account}`) return null;
+  const refused = `no customer ${customerId} in account ${account} (${env})`;
+  if (owner === null) return refused;
+  const at = owner.indexOf(':');
+  const [ownerEnv, ownerAccount] = [owner.slice(0, at), owner.slice(at + 1)];
+  return `${refused}; it belongs to account ${ownerAccount} (${ownerEnv}): pass ${ownerEnv === env ? '' : `--env ${ownerEnv} `}--account ${ownerAccount}`;
 }
 
 const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -78,6 +94,10 @@ keys
     const problem = opts.scopes.map(scopeProblem).find((p) => p !== null) ?? opts.ipAllow.map(ipAllowProblem).find((p) => p !== null)
       ?? (opts.customer !== undefined && !isUlid(opts.customer) ? `--customer ${opts.customer} is not a customer id (a ULID)` : null);
     if (problem !== null) throw new Error(`keys create: ${problem}`);
+    if (opts.customer !== undefined) {
+      const refused = customerKeyProblem(opts.customer, opts.env, opts.account);
+      if (refused !== null) throw new Error(`keys create: ${refused}`);
+    }
     const control = new ControlStore(config.dataDir);
     const secret = generateSecret(opts.env);
     const record = control.insertKey({ secret, account: opts.account, scopes: opts.scopes, ipAllow: opts.ipAllow, customerId: opts.customer ?? null, label: opts.label ?? null, nowMs: Date.now() });

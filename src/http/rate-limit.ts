@@ -1,6 +1,9 @@
 // Fixed-window rate limits per secret key (or per IP on public endpoints), reads and writes apart.
 // Main thread; in memory (a restart resets the windows, which only ever favours the client).
 // Invariant: the map holds at most `entriesMax` windows; expired ones are swept before it grows past.
+import net from 'node:net';
+import { normalizeIp } from './auth.ts';
+
 export interface RateDecision {
   allowed: boolean;
   remaining: number;
@@ -55,4 +58,21 @@ export class RateLimiter {
     const oldest = this.windows.keys().next();
     if (this.windows.size >= this.entriesMax && oldest.done !== true) this.windows.delete(oldest.value);
   }
+}
+
+/**
+ * The budget an address is charged to: an IPv4 address (an IPv4-mapped IPv6 one counts as its IPv4),
+ * or the /64 an IPv6 address is in. A /64 is what one subscriber is handed, so a client rotating
+ * through the addresses of its own /64 still spends one budget.
+ */
+export function ipSubject(address: string): string {
+  const ip = normalizeIp(address.split('%')[0] ?? '');
+  if (!net.isIPv6(ip)) return `ip:${ip}`;
+  const [head = '', tail] = ip.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  // A dotted IPv4 tail (`::1.2.3.4`) fills the last two groups, so it only moves where `::` ends.
+  const width = (groups: string[]) => groups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - width(left) - width(right)).fill('0'), ...right];
+  return `ip:${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }

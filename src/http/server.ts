@@ -8,7 +8,7 @@ import { reject, statusOf, type Rejection } from '../errors.ts';
 import type { KeyRecord } from '../store/control-store.ts';
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.ts';
 import { normalizeIp, type Authenticator } from './auth.ts';
-import type { RateDecision, RateLimiter } from './rate-limit.ts';
+import { ipSubject, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
 import { closedForFraming } from './framing.ts';
 import type { Router } from './router.ts';
@@ -22,6 +22,8 @@ export interface ServerDeps {
   router: Router;
   auth: Authenticator;
   rateLimiter: RateLimiter;
+  /** Budgets of senders that sign their requests (connector callbacks), apart from keys and IPs; the main limiter when absent. */
+  signedRateLimiter?: RateLimiter;
   bodyBytesMax: number;
   /** A reply the client is not reading may wait in memory up to this size; beyond, the connection closes. */
   responseBufferedBytesMax: number;
@@ -217,11 +219,32 @@ export class HttpServer {
       : this.deps.auth.authenticate(incoming.authorization, wallMs);
     if ('code' in authenticated) {
       // Failed authentications count against the source IP, so guessing keys is rate-limited too.
-      const ipRate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
-      if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
-      return { reply: this.unauthenticated(authenticated), rate: ipRate };
+      return this.refusedSender(incoming, this.unauthenticated(authenticated), write, wallMs);
     }
     return { key: authenticated, rate: this.deps.rateLimiter.take(authenticated.id, write, wallMs) };
+  }
+
+  /** A request whose sender could not be verified: charged to its source IP, so guessing is rate-limited too. */
+  private refusedSender(incoming: Incoming, reply: Reply, write: boolean, wallMs: number): Outcome {
+    const ipRate = this.deps.rateLimiter.take(ipSubject(this.ipOf(incoming)), write, wallMs);
+    if (!ipRate.allowed) return { reply: this.rateLimited(ipRate), rate: ipRate };
+    return { reply, rate: ipRate };
+  }
+
+  /**
+   * The rate decision of a public route: a signed sender's own budget once its signature verifies (the
+   * refusal, charged to the IP, otherwise); any other public request's source IP.
+   */
+  private publicRate(route: CompiledRoute, incoming: Incoming, params: Record<string, string>, rawBody: Buffer, wallMs: number): { rate: RateDecision } | Outcome {
+    const write = route.method !== 'GET';
+    if (route.signedBy === undefined) return { rate: this.deps.rateLimiter.take(ipSubject(this.ipOf(incoming)), write, wallMs) };
+    const limiter = this.deps.signedRateLimiter ?? this.deps.rateLimiter;
+    const verified = route.signedBy({ params, rawBody, signature: incoming.signature, charge: (budget) => limiter.take(budget, write, wallMs) });
+    if ('code' in verified) {
+      const headers = verified.code === 'UNAUTHENTICATED' ? { 'WWW-Authenticate': 'Kobo-Signature' } : undefined;
+      return this.refusedSender(incoming, this.errorReply(verified, headers), write, wallMs);
+    }
+    return { rate: verified };
   }
 
   private errorReply(rejection: Rejection, headers?: Record<string, string>): Reply {
@@ -298,7 +321,9 @@ export class HttpServer {
       key = authenticated.key;
       rate = authenticated.rate;
     } else {
-      rate = this.deps.rateLimiter.take(`ip:${this.ipOf(incoming)}`, write, wallMs);
+      const decided = this.publicRate(route, incoming, match.params, rawBody, wallMs);
+      if ('reply' in decided) return decided;
+      rate = decided.rate;
     }
     // A public route may still be told who is asking (live keys see live availability); a key that does
     // not authenticate is ignored there, never an error.
@@ -351,7 +376,7 @@ export class HttpServer {
       const denied = this.deps.auth.authorize(key, route, key.ipAllow.length > 0 ? this.ipOf(incoming) : '');
       if (denied !== null) return { reply: this.errorReply(denied) };
       if (route.accountLevel === true && key.customerId !== null) {
-        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks, the sandbox clock, rail switches).')) };
+        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks, the sandbox clock, collection outcomes, rail switches).')) };
       }
       if (route.sandboxOnly === true && key.env !== 'test') {
         return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };

@@ -6,6 +6,8 @@ import type { TSchema } from 'typebox';
 import type { Validator } from 'typebox/compile';
 import type { KeyRecord } from '../store/control-store.ts';
 import type { StoredReply } from '../shard/state.ts';
+import type { Rejection } from '../errors.ts';
+import type { RateDecision } from './rate-limit.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH';
 
@@ -40,11 +42,26 @@ export interface RequestContext {
   viewerEnv?: 'test' | 'live';
 }
 
+/** What a public route that proves its sender by signature (connector callbacks) checks before anything else. */
+export interface SignedRequest {
+  params: Record<string, string>;
+  rawBody: Buffer;
+  signature: { timestamp: string; signature: string };
+  /** Charges a verified sender's own budget (apart from keys and IPs) and says whether it allows the request. */
+  charge: (budget: string) => RateDecision;
+}
+
 export interface RouteDef {
   method: HttpMethod;
   path: string;
   summary: string;
   auth: 'public' | 'key';
+  /**
+   * Public routes whose sender signs its requests: checks the signature, then charges the sender's own
+   * budget (apart from every IP's) and answers its decision; or says why the request is refused (then
+   * charged to its source IP, as a failed key is).
+   */
+  signedBy?: (request: SignedRequest) => RateDecision | Rejection;
   /** Scope family checked against the key's scopes (e.g. `payments`). */
   family: string;
   /** Money-moving POST: needs an Idempotency-Key; the first result is stored and replayed. */
@@ -55,7 +72,7 @@ export interface RouteDef {
    * keyed POST without `idempotent` gets the front end's store (src/http/idempotency-store.ts).
    */
   keyedInShard?: boolean;
-  /** Account-level resource (webhooks, the sandbox clock, rail switches): a customer-scoped key gets 403. */
+  /** Account-level resource (webhooks, the sandbox clock, collection outcomes, rail switches): a customer-scoped key gets 403. */
   accountLevel?: boolean;
   body?: TSchema;
   /** The body may be left out entirely (validated against `body` when present). */

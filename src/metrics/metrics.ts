@@ -1,7 +1,7 @@
 // The server's Prometheus metrics (prom-client, one registry per running app): HTTP requests by route
 // and status with latency, shard queue depth, group commits and fsync latency, WAL records, snapshot
-// duration, webhook deliveries, rail answers by outcome, and calls to and callbacks from operator
-// connectors. Main thread; shards report once a second.
+// duration, webhook deliveries, rail answers by outcome, calls to and callbacks from operator
+// connectors, and live FX rates refused. Main thread; shards report once a second.
 // Invariant: labels are templates and outcomes (never ids or amounts), so series stay bounded.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConnectorCallSample, ShardMetricsMessage } from './shard-metrics.ts';
@@ -24,6 +24,7 @@ export class Metrics {
   private readonly connectorCalls = new Counter({ name: 'kobo_connector_calls_total', help: 'Requests to operator connectors, by connector, rail kind, op (submit, requery) and outcome (the answer, or unknown/retryable/terminal).', labelNames: ['connector', 'kind', 'op', 'outcome'] as const, registers: [this.registry] });
   private readonly connectorSeconds = new Histogram({ name: 'kobo_connector_call_duration_seconds', help: 'Time from a connector request sent to its answer (or timeout), by connector, kind and op.', labelNames: ['connector', 'kind', 'op'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly connectorCallbacks = new Counter({ name: 'kobo_connector_callbacks_total', help: 'Callbacks from operator connectors: accepted (verified; applied or a harmless duplicate) or rejected (bad signature, stale, malformed).', labelNames: ['connector', 'result'] as const, registers: [this.registry] });
+  private readonly fxRefused = new Counter({ name: 'kobo_fx_rates_refused_total', help: 'Live FX mid rates refused before pricing anything: outside_band (too far from kobo\'s reference rate) or unusable (not a plain positive decimal), by connector and pair.', labelNames: ['connector', 'pair', 'reason'] as const, registers: [this.registry] });
   private readonly workerQueued = new Gauge({ name: 'kobo_shard_worker_queued_commands', help: 'Commands waiting inside a shard worker at its last report.', labelNames: ['shard'] as const, registers: [this.registry] });
 
   constructor(queueDepths: () => readonly number[]) {
@@ -81,6 +82,11 @@ export class Metrics {
   /** `connector` is a configured name, or `unknown` for a path naming none (the label set stays bounded). */
   connectorCallback(connector: string, result: 'accepted' | 'rejected'): void {
     this.connectorCallbacks.inc({ connector, result });
+  }
+
+  /** `pair` is FROM/TO of kobo's reference currencies (a rate for any other pair is never asked for). */
+  fxRateRefused(connector: string, pair: string, reason: string): void {
+    this.fxRefused.inc({ connector, pair, reason });
   }
 
   webhook(outcome: string): void {

@@ -4,11 +4,17 @@
 import Type, { type Static } from 'typebox';
 import { CountryCode, CurrencyCode, Timestamp, Ulid, SafeText } from './common.schema.ts';
 
+// One schema per field that creation and PATCH share (the normalising rules are shared too:
+// customerFields in src/api/customers.ts), so a value one of them refuses the other refuses as well.
+const CustomerName = SafeText({ minLength: 1, maxLength: 200, description: 'full legal name; trimmed, never blank' });
+const CustomerEmail = SafeText({ minLength: 3, maxLength: 254, description: 'trimmed and lower-cased' });
+const CustomerPhone = SafeText({ minLength: 4, maxLength: 20, description: 'E.164, e.g. +2348031234567' });
+
 export const CustomerCreate = Type.Object(
   {
-    name: SafeText({ minLength: 1, maxLength: 200 }),
-    email: SafeText({ minLength: 3, maxLength: 254 }),
-    phone: SafeText({ minLength: 4, maxLength: 20, description: 'E.164, e.g. +2348031234567' }),
+    name: CustomerName,
+    email: CustomerEmail,
+    phone: CustomerPhone,
     country_code: CountryCode,
   },
   { additionalProperties: false },
@@ -17,9 +23,9 @@ export type CustomerCreate = Static<typeof CustomerCreate>;
 
 export const CustomerPatch = Type.Object(
   {
-    name: Type.Optional(SafeText({ minLength: 1, maxLength: 200 })),
-    email: Type.Optional(SafeText({ minLength: 3, maxLength: 254 })),
-    phone: Type.Optional(SafeText({ minLength: 4, maxLength: 20 })),
+    name: Type.Optional(CustomerName),
+    email: Type.Optional(CustomerEmail),
+    phone: Type.Optional(CustomerPhone),
     pin: Type.Optional(Type.Union([Type.String({ pattern: '^[0-9]{4,6}$' }), Type.Null()], { description: '4-6 digit transaction PIN; null removes it' })),
     tier: Type.Optional(Type.Union([Type.Literal('tier_1'), Type.Literal('tier_2'), Type.Literal('tier_3')])),
     kyc_level: Type.Optional(Type.Integer({ minimum: 0, maximum: 3 })),

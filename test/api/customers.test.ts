@@ -306,6 +306,32 @@ describe('PATCH /v1/customers/{id}', () => {
     assert.equal(read.body.data.email, c.email);
   });
 
+  it('create and patch, one rule per shared field: a blank name (spaces, NBSP, ideographic space) → 400 on both, nothing stored', async () => {
+    const c = await createOk();
+    for (const name of [' ', '   ', '\u00a0', '\u3000 ']) {
+      assertError(await create(apiA, newCustomerBody({ name })), 400, 'VALIDATION');
+      assertError(await apiA('PATCH', `/v1/customers/${c.id}`, { body: { name } }), 400, 'VALIDATION');
+    }
+    assert.equal((await apiA('GET', `/v1/customers/${c.id}`)).body.data.name, 'Ada Obi');
+  });
+
+  it('create and patch, one rule per shared field: name trimmed, email trimmed and lower-cased, phone to E.164; the same refusals', async () => {
+    const email = uniqueEmail();
+    const phone = uniquePhone();
+    const made = await createOk(apiA, { name: '  Ada Obi ', email: ` ${email.toUpperCase()} `, phone: `${phone.slice(0, 4)} ${phone.slice(4)}` });
+    assert.deepEqual([made.name, made.email, made.phone], ['Ada Obi', email, phone]);
+    const other = await createOk();
+    const email2 = uniqueEmail();
+    const phone2 = uniquePhone();
+    const patched = await apiA('PATCH', `/v1/customers/${other.id}`, { body: { name: '  Ada Obi ', email: ` ${email2.toUpperCase()} `, phone: `${phone2.slice(0, 4)} ${phone2.slice(4)}` } });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.deepEqual([patched.body.data.name, patched.body.data.email, patched.body.data.phone], ['Ada Obi', email2, phone2]);
+    for (const bad of [{ email: ' ada.example.com ' }, { email: '   ' }, { phone: '2348031234567' }, { phone: '+2340000000' }, { phone: '    ' }]) {
+      assertError(await create(apiA, newCustomerBody(bad)), 400, 'VALIDATION');
+      assertError(await apiA('PATCH', `/v1/customers/${other.id}`, { body: bad }), 400, 'VALIDATION');
+    }
+  });
+
   it('patch: unknown customer → 404 NOT_FOUND', async () => {
     assertError(await apiA('PATCH', `/v1/customers/${mintId(7, Date.now())}`, { body: { name: 'X' } }), 404, 'NOT_FOUND');
   });

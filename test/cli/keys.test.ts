@@ -67,6 +67,41 @@ test('keys: create, list, scope, rotate and revoke take effect on the running se
   }
 });
 
+test('keys create --customer: a customer outside the key\'s account or environment (or none at all) → one-line error, exit non-zero, no key; its own account → a key that works', { timeout: 90_000 }, async () => {
+  const dataDir = tempDataDir();
+  const unknown = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
+  const early = kobo(dataDir, '--init', 'keys', 'create', '--customer', unknown);
+  assert.notEqual(early.status, 0, `a data dir with no customers yet: ${early.stdout}`);
+  assert.match(early.stderr, new RegExp(`kobo: keys create: no customer ${unknown} in account default \\(test\\)`));
+  const owner = secretOf(kobo(dataDir, 'keys', 'create', '--account', 'ops').stdout);
+  const server = await startServer({ dataDir });
+  try {
+    const customer = await client(server.baseUrl, owner)('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Ops', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    assert.equal(customer.status, 201, JSON.stringify(customer.body));
+    const id = customer.body.data.id as string;
+    const before = kobo(dataDir, 'keys', 'list').stdout;
+    for (const [args, why] of [
+      [[], new RegExp(`no customer ${id} in account default \\(test\\); it belongs to account ops \\(test\\): pass --account ops`)],
+      [['--account', 'elsewhere'], new RegExp(`no customer ${id} in account elsewhere \\(test\\)`)],
+      [['--account', 'ops', '--env', 'live'], new RegExp(`no customer ${id} in account ops \\(live\\)`)],
+      [['--account', 'ops', '--customer', unknown], new RegExp(`no customer ${unknown} in account ops \\(test\\)$`, 'm')],
+    ] as const) {
+      const refused = kobo(dataDir, 'keys', 'create', '--customer', id, ...args);
+      assert.notEqual(refused.status, 0, `${args.join(' ')} accepted:\n${refused.stdout}`);
+      assert.match(refused.stderr, why);
+      assert.equal(refused.stderr.trim().split('\n').filter((line) => line.startsWith('kobo: keys create')).length, 1, refused.stderr);
+      assert.doesNotMatch(refused.stdout, /secret/, 'no key was printed');
+    }
+    assert.equal(kobo(dataDir, 'keys', 'list').stdout, before, 'no key was stored');
+    const made = kobo(dataDir, 'keys', 'create', '--account', 'ops', '--customer', id);
+    assert.equal(made.status, 0, made.stderr);
+    const bound = await client(server.baseUrl, secretOf(made.stdout))('GET', `/v1/customers/${id}`);
+    assert.equal(bound.status, 200, JSON.stringify(bound.body));
+  } finally {
+    await server.stop();
+  }
+});
+
 test('start: no key configured on a fresh data dir → a sandbox key is created and printed once', { timeout: 30_000 }, async () => {
   const server = await startServer({ keys: [] });
   const match = /sandbox secret key \(shown once, store it now\): (sk_test_\S+)/.exec(server.output());

@@ -60,7 +60,8 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30_000);
     const check = (): void => {
-      const match = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output);
+      // HOST may be another address (`::` logs `http://:::PORT`); the port follows the last colon.
+      const match = /listening on http:\/\/\S*:(\d+) /.exec(output);
       if (match !== null) {
         clearTimeout(timer);
         resolve(Number(match[1]));

@@ -5,7 +5,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { RateLimiter } from '../../src/http/rate-limit.ts';
+import os from 'node:os';
+import { RateLimiter, ipSubject } from '../../src/http/rate-limit.ts';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type ApiResponse, type TestServer } from '../helpers/server.ts';
 
 const READ_PER_MIN = 5;
@@ -58,9 +59,9 @@ function assertLimited(res: LimitedResponse): void {
 }
 
 /** GET from a chosen local address, so the server sees another source IP. */
-function getFrom(localAddress: string, urlPath: string, headers: Record<string, string> = {}): Promise<LimitedResponse> {
+function getFrom(localAddress: string, urlPath: string, headers: Record<string, string> = {}, target: { host: string; port: number } = { host: '127.0.0.1', port: server.port }): Promise<LimitedResponse> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: server.port, path: urlPath, method: 'GET', localAddress, agent: false, headers }, (res) => {
+    const req = http.request({ host: target.host, port: target.port, path: urlPath, method: 'GET', localAddress, agent: false, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
@@ -230,5 +231,54 @@ describe('failed authentication', () => {
     }
     assert.deepEqual(statuses, [...Array(READ_PER_MIN).fill(401), 429, 429]);
     assertLimited(last!);
+  });
+});
+
+describe('IPv6 budgets', () => {
+  it('ipSubject: IPv6 addresses share their /64 (compressed or full form, any case, with a zone); IPv4 and IPv4-mapped IPv6 are the IPv4 address', () => {
+    const subject = ipSubject('2001:db8:1:2::1');
+    for (const ip of ['2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:0DB8:0001:0002:0000:0000:0000:0009', '2001:db8:1:2:a:b:c:d', '2001:db8:1:2::', '2001:db8:1:2::1%eth0']) {
+      assert.equal(ipSubject(ip), subject, ip);
+    }
+    assert.equal(subject, 'ip:2001:db8:1:2::/64');
+    for (const ip of ['2001:db8:1:3::1', '2001:db8::1', '2001:db9:1:2::1']) assert.notEqual(ipSubject(ip), subject, ip);
+    assert.equal(ipSubject('::1'), 'ip:0:0:0:0::/64');
+    assert.equal(ipSubject('fd00:0000:0000:0000:0000:0000:0000:0002'), 'ip:fd00:0:0:0::/64');
+    assert.equal(ipSubject('::2:3:4:5:6'), 'ip:0:0:0:2::/64');
+    assert.equal(ipSubject('1:2:3:4:5::'), 'ip:1:2:3:4::/64');
+    assert.equal(ipSubject('::ffff:1.2.3.4'), 'ip:1.2.3.4', 'IPv4-mapped (dotted) is its IPv4 address');
+    assert.equal(ipSubject('0000:0000:0000:0000:0000:ffff:0102:0304'), 'ip:1.2.3.4', 'IPv4-mapped (uWS full form) too');
+    assert.equal(ipSubject('1.2.3.4'), 'ip:1.2.3.4');
+    assert.notEqual(ipSubject('::ffff:1.2.3.4'), ipSubject('::1'), 'a mapped address is not lumped into ::/64');
+  });
+
+  it('a server on :: → an IPv6 client (::1) spends its budget, then 429; an IPv4 client (seen as ::ffff:127.0.0.1) and another /64 keep their own', async (t) => {
+    const v6 = await startServer({ env: { HOST: '::', KOBO_RATE_LIMIT_READ_PER_MIN: String(READ_PER_MIN) } });
+    try {
+      const at = (host: string) => ({ host, port: v6.port });
+      let res: LimitedResponse;
+      try {
+        for (let i = 1; i <= READ_PER_MIN; i += 1) {
+          res = await getFrom('::1', '/v1/countries', {}, at('::1'));
+          assert.equal(res.status, 200, JSON.stringify(res.body));
+          assert.equal(res.remaining, String(READ_PER_MIN - i));
+        }
+      } catch (error) {
+        if (['EADDRNOTAVAIL', 'EAFNOSUPPORT'].includes((error as NodeJS.ErrnoException).code ?? '')) return t.skip('no IPv6 loopback here');
+        throw error;
+      }
+      assertLimited(await getFrom('::1', '/v1/countries', {}, at('::1')));
+      const v4 = await getFrom('127.0.0.1', '/v1/countries', {}, at('127.0.0.1'));
+      assert.equal(v4.status, 200, 'an IPv4 client is not charged to ::/64 with ::1');
+      assert.equal(v4.remaining, String(READ_PER_MIN - 1));
+      const global = os.networkInterfaces();
+      const other = Object.values(global).flat().find((a) => a !== undefined && a.family === 'IPv6' && !a.internal && !a.address.startsWith('fe80'))?.address;
+      if (other === undefined) return t.skip('no second IPv6 address to test another /64 from');
+      const elsewhere = await getFrom(other, '/v1/countries', {}, at(other));
+      assert.equal(elsewhere.status, 200, `${other} is in another /64`);
+      assert.equal(elsewhere.remaining, String(READ_PER_MIN - 1));
+    } finally {
+      await v6.stop();
+    }
   });
 });

@@ -70,6 +70,12 @@ test('config mistakes: one line naming the variable and the allowed values, no s
     [{ KOBO_API_KEYS: 'sk_test_abcdefgh12@' }, /^kobo: config: KOBO_API_KEYS entry sk_test_abcd… has an empty account name after @$/],
     [{ KOBO_SNAPSHOT_INTERVAL_MS: '1' }, /^kobo: config: KOBO_SNAPSHOT_INTERVAL_MS must be one of 0, an integer from 100 to 86400000, got "1"$/],
     [{ KOBO_PUBLIC_URL: 'pay.example.com' }, /^kobo: config: KOBO_PUBLIC_URL must be an http:\/\/ or https:\/\/ base URL without query or fragment, got "pay.example.com"$/],
+    [{ KOBO_FX_BAND_BPS: '0' }, /^kobo: config: KOBO_FX_BAND_BPS must be an integer from 1 to 10000, got "0"$/],
+    [{ KOBO_FX_PAIR_BANDS_BPS: 'NGN-USD:500' }, /^kobo: config: KOBO_FX_PAIR_BANDS_BPS must be a comma-separated list of FROM\/TO:BPS/],
+    [{ KOBO_FX_PAIR_BANDS_BPS: 'NGN/USD:20000' }, /^kobo: config: KOBO_FX_PAIR_BANDS_BPS must be a comma-separated list of FROM\/TO:BPS/],
+    [{ KOBO_FX_PAIR_BANDS_BPS: 'NGN/XOF:500' }, /^kobo: config: KOBO_FX_PAIR_BANDS_BPS: NGN\/XOF is not a pair kobo has reference rates for/],
+    [{ KOBO_FX_PAIR_BANDS_BPS: 'NGN/USD:500,USD/NGN:800' }, /^kobo: config: KOBO_FX_PAIR_BANDS_BPS: USD\/NGN appears twice/],
+    [{ KOBO_RATE_LIMIT_CALLBACKS_PER_MIN: '0' }, /^kobo: config: KOBO_RATE_LIMIT_CALLBACKS_PER_MIN must be an integer of at least 1, got "0"$/],
     [{ KOBO_METRICS_TOKEN: ' s3cret ' }, /^kobo: config: KOBO_METRICS_TOKEN must be a token without leading or trailing whitespace \(empty: none\), got \(value not shown: it is a secret\)$/],
   ];
   // Config is checked before anything starts, so the runs are independent: run them side by side.

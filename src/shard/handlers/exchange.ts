@@ -10,6 +10,7 @@ import type { Command } from '../protocol.ts';
 import { walletOf, type Exchange, type ExchangeQuote, type Transaction } from '../state.ts';
 import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { openWallet } from './customers.ts';
+import { isLiveOwner } from '../../rails/coverage.ts';
 import { moveTransaction, newTransaction } from '../lifecycle/lifecycle.ts';
 import { iso } from '../views.ts';
 
@@ -61,7 +62,9 @@ export function createQuote(ctx: HandlerContext, cmd: Command & { k: 'fx.quote' 
   if (findCountry(customer.countryCode)?.exchange_enabled !== true) {
     return rejected(reject('VALIDATION', `Exchange is not enabled for ${customer.countryCode} customers.`));
   }
-  // Live: the FX connector's mid rate (the front end asked it); sandbox: the reference table's.
+  // Live: the FX connector's mid rate (the front end asked it and checked it); sandbox: the reference
+  // table's, which never prices live money.
+  if (b.midRate === undefined && isLiveOwner(cmd.owner)) return rejected(reject('FX_QUOTE_UNAVAILABLE', `No live FX rate was brought for ${b.fromCurrency} → ${b.toCurrency}.`));
   const mid = b.midRate === undefined ? midRate(b.fromCurrency, b.toCurrency) : parseRate(b.midRate);
   const rate = customerRateAt(mid);
   const toAmountMinor = convertMinorChecked(b.fromAmountMinor, b.fromCurrency, b.toCurrency, rate);

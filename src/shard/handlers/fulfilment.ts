@@ -28,9 +28,11 @@ function orderOf(ctx: HandlerContext, id: string): ServiceOrder | undefined {
 /**
  * The fulfillment_snapshot of a delivery: the purchase, the rail's reference, then what the rail handed
  * back (a token, a receipt; the sandbox hands back the whole snapshot), stamped when it was delivered.
+ * What kobo recorded of the purchase (its amount, currency, service, reference) is kobo's: a rail's
+ * detail may add to it, never restate it (a connector's `amount_minor` would have shown as the order's).
  */
 function deliverySnapshot(ctx: HandlerContext, order: ServiceOrder, answer: RailAnswer & { outcome: 'settled' }): Record<string, unknown> {
-  const snapshot: Record<string, unknown> = {
+  const purchase: Record<string, unknown> = {
     service_code: order.serviceCode,
     country_code: order.countryCode,
     operator_code: order.operatorCode,
@@ -38,8 +40,9 @@ function deliverySnapshot(ctx: HandlerContext, order: ServiceOrder, answer: Rail
     amount_minor: order.providerCostMinor,
     currency: order.destinationCurrency,
     ...(answer.providerReference === null ? {} : { provider_reference: answer.providerReference }),
-    ...(answer.detail ?? {}),
   };
+  // Assigned again after the detail: the keys keep their place, kobo's values win.
+  const snapshot: Record<string, unknown> = Object.assign({ ...purchase, ...(answer.detail ?? {}) }, purchase);
   if (!('delivered_at' in snapshot)) snapshot.delivered_at = new Date(ctx.nowMs).toISOString();
   return snapshot;
 }
