@@ -110,6 +110,8 @@ export function methodBoundsRejection(customer: Customer, method: string, custom
   return null;
 }
 
+const differentNumbers = (): Rejection => reject('VALIDATION', 'phone and account_ref name different numbers; send one recipient.');
+
 /** The recipient as an order stores it: phone in E.164 for phone services, account_ref as checked. */
 export interface OrderRecipient {
   phone: string | null;
@@ -119,9 +121,10 @@ export interface OrderRecipient {
 }
 
 /**
- * The recipient checks of validate, applied to an order (422 VALIDATION_ERROR), then the rail's verdict
- * from validation_snapshot when it is about this recipient. The operator is derived from the number
- * (airtime, data) or the only operator when not named; a missing one is 400 VALIDATION.
+ * The recipient checks of validate, applied to an order, then the rail's verdict from
+ * validation_snapshot when it is about this recipient. Every refusal is the order's 400 VALIDATION
+ * (422 VALIDATION_ERROR is validate's own code). The operator is derived from the number (airtime,
+ * data) or the only operator when not named.
  */
 export function orderRecipient(svc: CountryService, req: ServiceRequest, snapshot: ValidationSnapshot | null): OrderRecipient | Rejection {
   const service = marketService(svc.country, svc.code);
@@ -129,10 +132,10 @@ export function orderRecipient(svc: CountryService, req: ServiceRequest, snapsho
   const phoneService = service.recipient === 'phone';
   const raw = phoneService ? req.phone ?? req.accountRef : req.accountRef;
   if (raw === null) return reject('VALIDATION', phoneService ? 'phone is required.' : 'account_ref is required.');
-  const checked = checkRecipient(service, { recipient: raw, operatorCode: req.operatorCode, meterType: req.meterType, productCode: req.productCode, missingCode: 'VALIDATION' });
+  const checked = checkRecipient(service, { recipient: raw, operatorCode: req.operatorCode, meterType: req.meterType, productCode: req.productCode, failureCode: 'VALIDATION' });
   if (isRejection(checked)) return checked;
   if (phoneService && req.phone !== null && req.accountRef !== null && validatePhone(req.accountRef, svc.country, svc.code).normalized !== checked.recipient) {
-    return reject('VALIDATION_ERROR', 'phone and account_ref name different numbers; send one recipient.');
+    return differentNumbers();
   }
   const refused = snapshotRejection(service, checked.recipient, snapshot);
   if (refused !== null) return refused;
@@ -144,7 +147,10 @@ export function orderRecipient(svc: CountryService, req: ServiceRequest, snapsho
   };
 }
 
-/** A quote's recipient, when it names one: checked like validate does and kept normalised, so binding compares like with like. */
+/**
+ * A quote's recipient, when it names one: checked as the order will check it (400 VALIDATION) and kept
+ * normalised, so binding compares like with like.
+ */
 function quoteRecipient(svc: CountryService, req: ServiceRequest): { phone: string | null; accountRef: string | null } | Rejection {
   const service = marketService(svc.country, svc.code);
   if (service === undefined) return reject('SERVICE_UNAVAILABLE', `${svc.code} is not offered in ${svc.country}.`);
@@ -152,15 +158,16 @@ function quoteRecipient(svc: CountryService, req: ServiceRequest): { phone: stri
     if (value === null) return null;
     if (service.recipient !== 'phone') {
       const problem = accountRefProblem(service, value.trim());
-      return problem === null ? value.trim() : reject('VALIDATION_ERROR', problem);
+      return problem === null ? value.trim() : reject('VALIDATION', problem);
     }
     const phone = validatePhone(value, svc.country, svc.code);
-    return phone.normalized ?? reject('VALIDATION_ERROR', `phone is not a reachable ${svc.country} mobile number: ${phone.messages.join(' ')}`);
+    return phone.normalized ?? reject('VALIDATION', `phone is not a reachable ${svc.country} mobile number: ${phone.messages.join(' ')}`);
   };
   const phone = service.recipient === 'phone' ? normalise(req.phone) : req.phone;
   if (isRejection(phone)) return phone;
   const accountRef = normalise(req.accountRef);
   if (isRejection(accountRef)) return accountRef;
+  if (service.recipient === 'phone' && phone !== null && accountRef !== null && phone !== accountRef) return differentNumbers();
   return { phone, accountRef };
 }
 
