@@ -71,7 +71,7 @@ export function checkRecipient(service: MarketService, input: RecipientInput): R
   const productCode = input.productCode;
   if (productCode !== null) {
     const plan = findPlan(service.country, service.code, productCode);
-    if (plan === undefined || (plan.operator_code !== '' && plan.operator_code !== operatorCode)) {
+    if (plan === undefined || (plan.operator_code !== null && plan.operator_code !== operatorCode)) {
       return validationError(`product_code ${productCode} is not a plan of ${operatorCode} for ${service.code} in ${service.country}.`);
     }
   }

@@ -72,7 +72,8 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
   if (req.productCode !== null) {
     const plan = findPlan(req.countryCode, svc.code, req.productCode);
     if (plan === undefined) return reject('VALIDATION', `product_code ${req.productCode} is not a plan of ${svc.code} in ${req.countryCode}.`);
-    if (req.operatorCode !== null && plan.operator_code !== req.operatorCode) return reject('VALIDATION', 'product_code belongs to another operator.');
+    // The open-amount plan (no operator of its own) is every operator's.
+    if (req.operatorCode !== null && plan.operator_code !== null && plan.operator_code !== req.operatorCode) return reject('VALIDATION', 'product_code belongs to another operator.');
     if (svc.pricing === 'fixed' && plan.amount_minor !== req.providerCostMinor) return reject('VALIDATION', `provider_cost_minor must be the plan's amount_minor (${plan.amount_minor}).`);
   }
   if (!options.forOrder) return svc;
