@@ -15,13 +15,14 @@ import { type ApiDeps, actingCustomer, command, currencyProblem, customerTarget,
 const MID_RATE_PATTERN = /^(?!0+(?:\.0+)?$)\d{1,15}(?:\.\d{1,12})?$/;
 
 /**
- * The mid rate of the FX connector covering both currencies (rails.ts): no connector → 422
- * FX_QUOTE_UNAVAILABLE; a refusal or a rate that is not a plain positive decimal → 422 as well; no
- * answer → 502 PROVIDER_FAILURE (retry with the same Idempotency-Key).
+ * The mid rate of the FX connector covering both currencies (rails.ts): no connector → 400 VALIDATION
+ * (the contract's quote error for a pair that cannot be quoted: kobo has no live source for it); a
+ * refusal or a rate that is not a plain positive decimal → 422 FX_QUOTE_UNAVAILABLE; no answer → 502
+ * PROVIDER_FAILURE (retry with the same Idempotency-Key).
  */
 export async function liveMidRate(owner: string, from: string, to: string, nowMs: number): Promise<string | Reply> {
   const answer = await lookUp(owner, 'fx', [{ currency: from }, { currency: to }], `fx-${randomUUID()}`, { from_currency: from, to_currency: to }, nowMs);
-  if (answer === null) return errorOf(reject('FX_QUOTE_UNAVAILABLE', `No live FX connector quotes ${from} → ${to}.`));
+  if (answer === null) return errorOf(reject('VALIDATION', `Unsupported pair: no live FX source is configured for ${from} → ${to}.`));
   if (answer.outcome === 'settled') {
     const rate = answer.detail?.mid_rate;
     if (typeof rate === 'string' && MID_RATE_PATTERN.test(rate)) return rate;

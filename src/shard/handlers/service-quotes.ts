@@ -190,7 +190,7 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     discountDest = Math.min(found, baseFeeDest);
   }
   // A live FX connector's rate for exactly this pair, when the front end brought one; else the reference table's.
-  const mid = req.fx !== undefined && req.fx.fromCurrency === svc.currency && req.fx.toCurrency === source ? parseRate(req.fx.midRate) : undefined;
+  const mid = req.fx !== undefined && 'midRate' in req.fx && req.fx.fromCurrency === svc.currency && req.fx.toCurrency === source ? parseRate(req.fx.midRate) : undefined;
   const toSource = (amountMinor: number): number | null => (!cross || amountMinor === 0 ? amountMinor : (costInSourceMinorChecked(amountMinor, svc.currency, source, mid)?.amountMinor ?? null));
   const converted = toSource(req.providerCostMinor);
   const fee = toSource(baseFeeDest - discountDest);
@@ -250,9 +250,14 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   const pricing = priceService(customer, svc, req);
   if (isRejection(pricing)) return rejected(pricing);
   // Live money is priced only at an FX connector's rate for this pair (the front end asked it), never
-  // at kobo's reference rates.
-  const liveRate = req.fx !== undefined && req.fx.fromCurrency === pricing.destinationCurrency && req.fx.toCurrency === pricing.sourceCurrency;
-  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) return rejected(reject('FX_QUOTE_UNAVAILABLE', `No live FX rate for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}: no FX connector covers the pair.`));
+  // at kobo's reference rates. Without one, the front end's lookup said why: no source for the pair
+  // (400 VALIDATION) or no usable rate from it (422 FX_QUOTE_UNAVAILABLE).
+  const fx = req.fx;
+  const liveRate = fx !== undefined && 'midRate' in fx && fx.fromCurrency === pricing.destinationCurrency && fx.toCurrency === pricing.sourceCurrency;
+  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) {
+    const refusal = fx !== undefined && 'refusal' in fx ? fx.refusal : reject('VALIDATION', `Unsupported pair: no live FX source is configured for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}.`);
+    return rejected(reject(refusal.code, refusal.message));
+  }
   const quote: ServiceQuote = {
     id: ctx.mintId(),
     owner: cmd.owner,
