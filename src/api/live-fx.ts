@@ -39,20 +39,23 @@ export function bandBpsOf(trust: Pick<FxTrust, 'bandBps' | 'pairBandsBps'>, from
 }
 
 const unavailable = (message: string): Reply => errorOf(reject('FX_QUOTE_UNAVAILABLE', message));
+const unsupported = (from: string, to: string): Reply => errorOf(reject('VALIDATION', `Unsupported pair: no live FX source is configured for ${from} → ${to}.`));
 
 /**
  * The mid rate of the FX connector covering both currencies (rails.ts), once checked: no connector, no
  * reference rate to check it against, a refusal, a rate that is not a plain positive decimal or one
- * outside the pair's band → 422 FX_QUOTE_UNAVAILABLE; no answer → 502 PROVIDER_FAILURE (retry with the
+ * outside the pair's band → 422 FX_QUOTE_UNAVAILABLE, except that no connector for the pair, or no
+ * reference rate for it, is an unsupported pair: 400 VALIDATION; no answer → 502 PROVIDER_FAILURE (retry with the
  * same Idempotency-Key).
  */
 export async function liveMidRate(trust: FxTrust, owner: string, from: string, to: string, nowMs: number): Promise<string | Reply> {
   const connector = railFor(owner, 'fx', { currency: from }, { currency: to });
-  if (connector === null) return unavailable(`No live FX connector quotes ${from} → ${to}.`);
+  // No source at all is an unsupported pair for the contract (400 VALIDATION); a source that fails us is 422.
+  if (connector === null) return unsupported(from, to);
   // A rate kobo cannot check is a rate it cannot trust: the connector is not asked.
-  if (!supportsPair(from, to)) return unavailable(`kobo has no reference rate for ${from} → ${to} to check a live rate against.`);
+  if (!supportsPair(from, to)) return errorOf(reject('VALIDATION', `Unsupported pair: kobo has no reference rate for ${from} → ${to} to check a live rate against.`));
   const answer = await lookUp(owner, 'fx', [{ currency: from }, { currency: to }], `fx-${randomUUID()}`, { from_currency: from, to_currency: to }, nowMs);
-  if (answer === null) return unavailable(`No live FX connector quotes ${from} → ${to}.`);
+  if (answer === null) return unsupported(from, to);
   if (answer.outcome === 'failed' || answer.outcome === 'terminal' || answer.outcome === 'not_found') {
     return unavailable(`The FX connector does not quote ${from} → ${to}.`);
   }

@@ -43,8 +43,9 @@ function prepare(ctx: RequestContext, b: ServiceQuoteCreate | ServiceOrderCreate
 
 /**
  * A live quote for a service priced in another currency than the customer's: the FX connector's mid rate
- * for service currency → customer currency (null when no conversion is needed or no rate is offered:
- * the shard then refuses with 422 FX_QUOTE_UNAVAILABLE); no answer → 502 PROVIDER_FAILURE.
+ * for service currency → customer currency; null when no conversion is needed; the lookup's refusal
+ * (400 VALIDATION with no FX source for the pair, 422 FX_QUOTE_UNAVAILABLE when the source gives no
+ * usable rate), for the shard to answer after its own checks; no answer → 502 PROVIDER_FAILURE.
  */
 async function liveServiceFx(deps: ApiDeps, ctx: RequestContext, b: ServiceQuoteCreate): Promise<NonNullable<ServiceRequest['fx']> | null | Reply> {
   const home = await customerCountry(deps, ctx, b.customer_id);
@@ -54,9 +55,10 @@ async function liveServiceFx(deps: ApiDeps, ctx: RequestContext, b: ServiceQuote
   if (source === undefined || destination === undefined || source === destination) return null;
   const midRate = await liveMidRate(deps.fx, ctx.owner, destination, source, ctx.nowMs);
   if (typeof midRate === 'string') return { fromCurrency: destination, toCurrency: source, midRate };
-  // No rate (no covering connector, a refusal): the shard refuses FX_QUOTE_UNAVAILABLE after its own
-  // checks, so a quote for a service live mode does not offer still answers SERVICE_UNAVAILABLE first.
-  return midRate.status >= 500 ? midRate : null;
+  // No rate: the shard answers the lookup's refusal after its own checks, so a quote for a service live
+  // mode does not offer still answers SERVICE_UNAVAILABLE first.
+  if (midRate.status >= 500 || midRate.error === undefined) return midRate;
+  return { fromCurrency: destination, toCurrency: source, refusal: { code: midRate.error.code === 'VALIDATION' ? 'VALIDATION' : 'FX_QUOTE_UNAVAILABLE', message: midRate.error.message } };
 }
 
 /** Order reads act for the customer named in the query (or the key's own customer): anyone else's order is 404. */
@@ -75,7 +77,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       body: ServiceQuoteCreate,
       response: ServiceQuote,
       keyedInShard: true,
-      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
+      errors: ['VALIDATION', 'SERVICE_COUNTRY_NOT_ELIGIBLE', 'SERVICE_UNAVAILABLE', 'SERVICE_NOT_EXECUTABLE', 'METHOD_NOT_SELECTABLE', 'FX_QUOTE_UNAVAILABLE', 'PROVIDER_FAILURE', 'NOT_FOUND', 'FORBIDDEN', 'IDEMPOTENCY_REPLAY'],
       handle: async (ctx) => {
         const b = ctx.body as ServiceQuoteCreate;
         const prepared = prepare(ctx, b);

@@ -320,7 +320,7 @@ async function validate(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const scope = await scopeOf(deps, ctx, { code, country, customerId, gate: 'execute' });
   if (!scope.ok) return scope.reply;
   const { service } = scope.value;
-  const inputs = checkRecipient(service, { recipient: accountRef, operatorCode: body.operator_code ?? null, meterType: body.meter_type ?? null, productCode: body.product_code ?? null, missingCode: 'VALIDATION_ERROR' });
+  const inputs = checkRecipient(service, { recipient: accountRef, operatorCode: body.operator_code ?? null, meterType: body.meter_type ?? null, productCode: body.product_code ?? null, failureCode: 'VALIDATION_ERROR' });
   if (isRejection(inputs)) return errorOf(inputs);
   const down = railFailure(ctx, service);
   if (down !== null) return down;

@@ -13,8 +13,11 @@ export interface RecipientInput {
   operatorCode: string | null;
   meterType: string | null;
   productCode: string | null;
-  /** The code for a required input that is missing: validate says VALIDATION_ERROR, an order 400 VALIDATION. */
-  missingCode: 'VALIDATION' | 'VALIDATION_ERROR';
+  /**
+   * The code of every refusal: validate's own is 422 VALIDATION_ERROR; quotes and orders answer the
+   * contract's 400 VALIDATION for the same checks.
+   */
+  failureCode: RecipientFailureCode;
 }
 
 export interface Recipient {
@@ -27,16 +30,15 @@ export interface Recipient {
   phone: PhoneValidation | null;
 }
 
-function validationError(message: string): Rejection {
-  return reject('VALIDATION_ERROR', message);
-}
+export type RecipientFailureCode = 'VALIDATION' | 'VALIDATION_ERROR';
 
 /**
- * Every check validate makes before it may call the rail, as a 422 VALIDATION_ERROR: an impossible or
- * foreign phone number, an account_ref that does not fit the service's format, an operator that does
- * not sell the service, a missing or unknown meter type, a plan of another operator.
+ * Every check validate makes before it may call the rail, refused with `input.failureCode`: an
+ * impossible or foreign phone number, an account_ref that does not fit the service's format, an
+ * operator that does not sell the service, a missing or unknown meter type, a plan of another operator.
  */
 export function checkRecipient(service: MarketService, input: RecipientInput): Recipient | Rejection {
+  const validationError = (message: string): Rejection => reject(input.failureCode, message);
   let operatorCode = input.operatorCode?.toUpperCase() ?? null;
   if (operatorCode !== null && findOperator(service.country, service.code, operatorCode) === undefined) {
     return validationError(`operator_code ${operatorCode} does not sell ${service.code} in ${service.country}.`);
@@ -55,7 +57,7 @@ export function checkRecipient(service: MarketService, input: RecipientInput): R
   if (operatorCode === null) {
     const operators = operatorsOf(service.country, service.code);
     const [only] = operators;
-    if (operators.length !== 1 || only === undefined) return reject(input.missingCode, `operator_code is required: one of ${operators.map((o) => o.code).join(', ')}.`);
+    if (operators.length !== 1 || only === undefined) return validationError(`operator_code is required: one of ${operators.map((o) => o.code).join(', ')}.`);
     operatorCode = only.code;
   }
   const variants = variantsOf(service.country, service.code);
@@ -65,11 +67,11 @@ export function checkRecipient(service: MarketService, input: RecipientInput): R
   }
   const [onlyVariant] = variants;
   if (meterType === null && variants.length === 1 && onlyVariant !== undefined) meterType = onlyVariant.code;
-  if (meterType === null && variants.length > 1) return reject(input.missingCode, `meter_type is required: one of ${variants.map((v) => v.code).join(', ')}.`);
+  if (meterType === null && variants.length > 1) return validationError(`meter_type is required: one of ${variants.map((v) => v.code).join(', ')}.`);
   const productCode = input.productCode;
   if (productCode !== null) {
     const plan = findPlan(service.country, service.code, productCode);
-    if (plan === undefined || (plan.operator_code !== '' && plan.operator_code !== operatorCode)) {
+    if (plan === undefined || (plan.operator_code !== null && plan.operator_code !== operatorCode)) {
       return validationError(`product_code ${productCode} is not a plan of ${operatorCode} for ${service.code} in ${service.country}.`);
     }
   }
@@ -108,14 +110,15 @@ export function readValidationSnapshot(value: Record<string, unknown> | undefine
 /**
  * The rail's verdict on this recipient from the validate response the client sent, when that response
  * is about this service, country and recipient: a recipient reported invalid or not serviceable is
- * refused. A snapshot about anything else says nothing about this order and is ignored.
+ * refused (400 VALIDATION, the order's code). A snapshot about anything else says nothing about this
+ * order and is ignored.
  */
 export function snapshotRejection(service: MarketService, recipient: string, snapshot: ValidationSnapshot | null): Rejection | null {
   if (snapshot === null || snapshot.serviceCode !== service.code || snapshot.countryCode !== service.country) return null;
   let about = snapshot.normalized ?? snapshot.accountRef?.trim() ?? null;
   if (service.recipient === 'phone' && snapshot.normalized === null && about !== null) about = validatePhone(about, service.country, service.code).normalized;
   if (about !== recipient) return null;
-  if (snapshot.valid === false) return validationError(`validate found ${recipient} invalid on the ${service.code} rail; it cannot be ordered.`);
-  if (snapshot.serviceable === false) return validationError(`validate reported ${recipient} not serviceable (${snapshot.reason ?? 'no reason given'}); it cannot be ordered.`);
+  if (snapshot.valid === false) return reject('VALIDATION', `validate found ${recipient} invalid on the ${service.code} rail; it cannot be ordered.`);
+  if (snapshot.serviceable === false) return reject('VALIDATION', `validate reported ${recipient} not serviceable (${snapshot.reason ?? 'no reason given'}); it cannot be ordered.`);
   return null;
 }

@@ -23,12 +23,14 @@ export interface Operator { code: string; title: string; service_code: string; c
 export interface Plan {
   code: string;
   title: string;
-  operator_code: string;
+  /** Null on an open-amount plan listed without an operator: it is every operator's. */
+  operator_code: string | null;
   service_code: string;
   country: string;
   amount_minor: number | null;
   currency: string;
-  validity: string;
+  /** Null when the plan has no validity (an open amount). */
+  validity: string | null;
   category: 'daily' | 'weekly' | 'monthly' | 'others';
   pricing: 'fixed' | 'open';
 }
@@ -110,12 +112,13 @@ export function findOperator(country: string, code: ServiceCode, operatorCode: s
 
 /**
  * The one synthetic plan of an open-amount service: the customer enters provider_cost_minor. It is the
- * same for every operator; `operatorCode` only scopes the item (empty when no operator is named).
+ * same for every operator; `operatorCode` only scopes the item (null when no operator is named, as
+ * the listing's own operator_code is). It has no validity: null, one value for "none" (issue #25).
  */
 export function openAmountPlan(service: CountryService, operatorCode: string | null): Plan {
   return {
-    code: OPEN_AMOUNT_PLAN_CODE, title: 'Enter an amount', operator_code: operatorCode ?? '', service_code: service.code,
-    country: service.country, amount_minor: null, currency: service.currency, validity: '', category: 'others', pricing: 'open',
+    code: OPEN_AMOUNT_PLAN_CODE, title: 'Enter an amount', operator_code: operatorCode, service_code: service.code,
+    country: service.country, amount_minor: null, currency: service.currency, validity: null, category: 'others', pricing: 'open',
   };
 }
 

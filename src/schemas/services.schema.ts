@@ -131,12 +131,12 @@ export const OperatorList = Type.Object({ service_code: ServiceCodeSchema, count
 const PlanItem = Type.Object({
   code: Type.String(),
   title: Type.String(),
-  operator_code: Type.String(),
+  operator_code: Nullable(Type.String()),
   service_code: Type.String(),
   country: CountryCode,
   amount_minor: Nullable(Type.Integer()),
   currency: Type.String(),
-  validity: Type.String(),
+  validity: Nullable(Type.String()),
   category: Type.Union([Type.Literal('daily'), Type.Literal('weekly'), Type.Literal('monthly'), Type.Literal('others')]),
   pricing: Type.Union([Type.Literal('fixed'), Type.Literal('open')]),
 });

@@ -55,8 +55,11 @@ export interface ServiceRequest {
   promotionCode: string | null;
   /** The plan chosen for a fixed-price service (GET …/plans `code`); a quote that names one binds it. */
   productCode: string | null;
-  /** Live cross-currency quotes: the FX connector's mid rate (units of `toCurrency` per `fromCurrency`), asked by the front end. */
-  fx?: { fromCurrency: string; toCurrency: string; midRate: string };
+  /**
+   * Live cross-currency quotes: the FX connector's mid rate (units of `toCurrency` per `fromCurrency`),
+   * asked by the front end, or why there is none (answered after the shard's own checks).
+   */
+  fx?: { fromCurrency: string; toCurrency: string; midRate: string } | { fromCurrency: string; toCurrency: string; refusal: { code: 'VALIDATION' | 'FX_QUOTE_UNAVAILABLE'; message: string } };
 }
 
 export type CommandBody =

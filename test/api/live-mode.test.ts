@@ -134,9 +134,9 @@ describe('live mode without a connector', () => {
     assert.equal(sandboxItems.find((i) => i.service_code === 'airtime')?.access.executable, true);
   });
 
-  it('exchange quotes → 422 FX_QUOTE_UNAVAILABLE (no live FX rail); the sandbox quotes', async () => {
+  it('exchange quotes → 400 VALIDATION ("invalid field or unsupported pair": no live FX source configured); the sandbox quotes', async () => {
     const c = await newCustomer(live);
-    assertError(await live('POST', '/v1/exchange/quotes', { body: { customer_id: c.id, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 154_525 } }), 422, 'FX_QUOTE_UNAVAILABLE');
+    assertError(await live('POST', '/v1/exchange/quotes', { body: { customer_id: c.id, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 154_525 } }), 400, 'VALIDATION');
     const s = await newCustomer(sandbox);
     assert.equal((await sandbox('POST', '/v1/exchange/quotes', { body: { customer_id: s.id, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 154_525 } })).status, 201);
   });

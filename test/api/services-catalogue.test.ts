@@ -311,7 +311,7 @@ describe('operators, plans, variants', () => {
   it('plans: open-amount airtime → the single open_amount plan, pricing open, amount null; single-operator KE electricity needs no operator', async () => {
     const airtime = await api('GET', `/v1/services/airtime/plans?country=NG&operator=GLO&customer_id=${ng1}`);
     assert.equal(airtime.status, 200);
-    assert.deepEqual(airtime.body.data.items, [{ code: 'open_amount', title: 'Enter an amount', operator_code: 'GLO', service_code: 'airtime', country: 'NG', amount_minor: null, currency: 'NGN', validity: '', category: 'others', pricing: 'open' }]);
+    assert.deepEqual(airtime.body.data.items, [{ code: 'open_amount', title: 'Enter an amount', operator_code: 'GLO', service_code: 'airtime', country: 'NG', amount_minor: null, currency: 'NGN', validity: null, category: 'others', pricing: 'open' }]);
     assert.equal(airtime.body.data.presentation.picker, 'select');
     const kplc = await api('GET', `/v1/services/electricity/plans?country=KE&customer_id=${ke}`);
     assert.equal(kplc.status, 200, JSON.stringify(kplc.body));

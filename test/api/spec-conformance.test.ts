@@ -66,15 +66,15 @@ async function orderBody(customerId: string, service: string, recipient: string)
 }
 
 describe('1. service orders check the recipient like validate', () => {
-  it('the audit’s reproductions: phone "12345", a Kenyan number on NG airtime, electricity account_ref "1", gift card to "not-an-email" → 422 VALIDATION_ERROR, nothing held', async () => {
+  it('the audit’s reproductions: phone "12345", a Kenyan number on NG airtime, electricity account_ref "1", gift card to "not-an-email" → 400 VALIDATION (the order’s code), nothing held', async () => {
     const c = await customer(10_000_000);
     for (const [service, recipient] of [['airtime', '12345'], ['airtime', '+254712345678'], ['electricity', '1'], ['gift_cards', 'not-an-email']] as const) {
       const r = await order(await orderBody(c.id, service, recipient));
-      assert.deepEqual(errorOf(r), [422, 'VALIDATION_ERROR'], `${service} ${recipient}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(errorOf(r), [400, 'VALIDATION'], `${service} ${recipient}: ${JSON.stringify(r.body)}`);
     }
     assert.equal((await api('GET', `/v1/wallets/${c.walletId}`)).body.data.held_minor, 0);
     const quote = await api('POST', '/v1/services/quote', { body: { customer_id: c.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', phone: '12345' } });
-    assert.deepEqual(errorOf(quote), [422, 'VALIDATION_ERROR'], 'a quote naming a recipient checks it too');
+    assert.deepEqual(errorOf(quote), [400, 'VALIDATION'], 'a quote naming a recipient checks it too');
   });
 
   it('every NG service refuses a recipient that does not fit its rule, and accepts one that does', async () => {
@@ -85,7 +85,7 @@ describe('1. service orders check the recipient like validate', () => {
     };
     for (const [service, recipient] of Object.entries(good)) {
       const bad = await order(await orderBody(c.id, service, service === 'gift_cards' ? 'nobody' : service === 'airtime' || service === 'data' ? '12345' : '1'));
-      assert.deepEqual(errorOf(bad), [422, 'VALIDATION_ERROR'], `${service}: ${JSON.stringify(bad.body)}`);
+      assert.deepEqual(errorOf(bad), [400, 'VALIDATION'], `${service}: ${JSON.stringify(bad.body)}`);
       const ok = await order(await orderBody(c.id, service, recipient));
       assert.equal(ok.status, 201, `${service}: ${JSON.stringify(ok.body)}`);
     }
@@ -98,14 +98,14 @@ describe('1. service orders check the recipient like validate', () => {
     assert.equal(r.body.data.order.phone, '+2348031234567');
   });
 
-  it('validation_snapshot: a recipient validate reported not serviceable → 422; a snapshot about another recipient is ignored', async () => {
+  it('validation_snapshot: a recipient validate reported not serviceable → 400 VALIDATION; a snapshot about another recipient is ignored', async () => {
     const c = await customer(5_000_000);
     const blocked = '45121230003';
     const validated = await api('POST', '/v1/services/electricity/validate', { body: { customer_id: c.id, country_code: 'NG', account_ref: blocked, operator_code: 'IKEDC', meter_type: 'prepaid' } });
     assert.equal(validated.status, 200, JSON.stringify(validated.body));
     assert.equal(validated.body.data.serviceability.serviceable, false);
     const base = { customer_id: c.id, country_code: 'NG', service_code: 'electricity', provider_cost_minor: 500_000, currency: 'NGN', payment_method: 'wallet', operator_code: 'IKEDC', meter_type: 'prepaid', validation_snapshot: validated.body.data };
-    assert.deepEqual(errorOf(await order({ ...base, account_ref: blocked })), [422, 'VALIDATION_ERROR']);
+    assert.deepEqual(errorOf(await order({ ...base, account_ref: blocked })), [400, 'VALIDATION']);
     const other = await order({ ...base, account_ref: '45121231234' });
     assert.equal(other.status, 201, JSON.stringify(other.body));
   });

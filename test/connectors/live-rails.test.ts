@@ -60,14 +60,16 @@ test('live exchange quote: priced at the FX connector\'s mid rate (reference tab
   assert.ok(connector.output().includes('submit fx fx-'), connector.output());
 });
 
-test('live exchange quote for a pair no FX connector covers → 422 FX_QUOTE_UNAVAILABLE, no quote', async () => {
+// The contract's exchange quote error: "400 VALIDATION (invalid field or unsupported pair)".
+test('live exchange quote for a pair no FX connector covers → 400 VALIDATION (unsupported pair: no live FX source), no quote', async () => {
   const c = await liveCustomer();
   const quote = await api('POST', '/v1/exchange/quotes', { idempotencyKey: idem(), body: { customer_id: c.id, from_currency: 'NGN', to_currency: 'KES', from_amount_minor: 10_000_000 } });
-  assert.equal(quote.status, 422, JSON.stringify(quote.body));
-  assert.equal(quote.body.error.code, 'FX_QUOTE_UNAVAILABLE');
+  assert.equal(quote.status, 400, JSON.stringify(quote.body));
+  assert.equal(quote.body.error.code, 'VALIDATION');
+  assert.match(quote.body.error.message, /no live FX source is configured for NGN → KES/);
 });
 
-test('live cross-currency service quote (GB customer, NG airtime): priced at the FX connector\'s NGN → GBP rate; GH airtime (no GHS rate) → 422 FX_QUOTE_UNAVAILABLE', async () => {
+test('live cross-currency service quote (GB customer, NG airtime): priced at the FX connector\'s NGN → GBP rate; GH airtime (no FX source for GHS) → 400 VALIDATION, the quote\'s code for it', async () => {
   const gb = await liveCustomer('GB', `+4479111${String(10_000 + Math.floor(Math.random() * 89_999)).slice(-5)}`);
   const body = { customer_id: gb.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 100_000, currency: 'NGN', payment_method: 'wallet', phone: `+234803${String(1_000_000 + Math.floor(Math.random() * 8_999_999)).slice(-7)}` };
   const quote = await api('POST', '/v1/services/quote', { body });
@@ -81,8 +83,9 @@ test('live cross-currency service quote (GB customer, NG airtime): priced at the
   assert.ok(connector.output().includes('submit fx fx-'), connector.output());
   const ghAirtime = { ...body, country_code: 'GH', currency: 'GHS', provider_cost_minor: 1_000, phone: `+23324${String(1_000_000 + Math.floor(Math.random() * 8_999_999)).slice(-7)}` };
   const refused = await api('POST', '/v1/services/quote', { body: ghAirtime });
-  assert.equal(refused.status, 422, JSON.stringify(refused.body));
-  assert.equal(refused.body.error.code, 'FX_QUOTE_UNAVAILABLE');
+  assert.equal(refused.status, 400, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, 'VALIDATION');
+  assert.match(refused.body.error.message, /no live FX source is configured for GHS → GBP/);
 });
 
 test('live recipient lookup: electricity resolved by the lookup connector; a failing meter → 422 VALIDATION_ERROR; airtime (no lookup connector) → 422 SERVICE_UNAVAILABLE', async () => {

@@ -72,7 +72,8 @@ export function serviceRejection(customer: Customer, req: ServiceRequest, option
   if (req.productCode !== null) {
     const plan = findPlan(req.countryCode, svc.code, req.productCode);
     if (plan === undefined) return reject('VALIDATION', `product_code ${req.productCode} is not a plan of ${svc.code} in ${req.countryCode}.`);
-    if (req.operatorCode !== null && plan.operator_code !== req.operatorCode) return reject('VALIDATION', 'product_code belongs to another operator.');
+    // The open-amount plan (no operator of its own) is every operator's.
+    if (req.operatorCode !== null && plan.operator_code !== null && plan.operator_code !== req.operatorCode) return reject('VALIDATION', 'product_code belongs to another operator.');
     if (svc.pricing === 'fixed' && plan.amount_minor !== req.providerCostMinor) return reject('VALIDATION', `provider_cost_minor must be the plan's amount_minor (${plan.amount_minor}).`);
   }
   if (!options.forOrder) return svc;
@@ -110,6 +111,8 @@ export function methodBoundsRejection(customer: Customer, method: string, custom
   return null;
 }
 
+const differentNumbers = (): Rejection => reject('VALIDATION', 'phone and account_ref name different numbers; send one recipient.');
+
 /** The recipient as an order stores it: phone in E.164 for phone services, account_ref as checked. */
 export interface OrderRecipient {
   phone: string | null;
@@ -119,9 +122,10 @@ export interface OrderRecipient {
 }
 
 /**
- * The recipient checks of validate, applied to an order (422 VALIDATION_ERROR), then the rail's verdict
- * from validation_snapshot when it is about this recipient. The operator is derived from the number
- * (airtime, data) or the only operator when not named; a missing one is 400 VALIDATION.
+ * The recipient checks of validate, applied to an order, then the rail's verdict from
+ * validation_snapshot when it is about this recipient. Every refusal is the order's 400 VALIDATION
+ * (422 VALIDATION_ERROR is validate's own code). The operator is derived from the number (airtime,
+ * data) or the only operator when not named.
  */
 export function orderRecipient(svc: CountryService, req: ServiceRequest, snapshot: ValidationSnapshot | null): OrderRecipient | Rejection {
   const service = marketService(svc.country, svc.code);
@@ -129,10 +133,10 @@ export function orderRecipient(svc: CountryService, req: ServiceRequest, snapsho
   const phoneService = service.recipient === 'phone';
   const raw = phoneService ? req.phone ?? req.accountRef : req.accountRef;
   if (raw === null) return reject('VALIDATION', phoneService ? 'phone is required.' : 'account_ref is required.');
-  const checked = checkRecipient(service, { recipient: raw, operatorCode: req.operatorCode, meterType: req.meterType, productCode: req.productCode, missingCode: 'VALIDATION' });
+  const checked = checkRecipient(service, { recipient: raw, operatorCode: req.operatorCode, meterType: req.meterType, productCode: req.productCode, failureCode: 'VALIDATION' });
   if (isRejection(checked)) return checked;
   if (phoneService && req.phone !== null && req.accountRef !== null && validatePhone(req.accountRef, svc.country, svc.code).normalized !== checked.recipient) {
-    return reject('VALIDATION_ERROR', 'phone and account_ref name different numbers; send one recipient.');
+    return differentNumbers();
   }
   const refused = snapshotRejection(service, checked.recipient, snapshot);
   if (refused !== null) return refused;
@@ -144,7 +148,10 @@ export function orderRecipient(svc: CountryService, req: ServiceRequest, snapsho
   };
 }
 
-/** A quote's recipient, when it names one: checked like validate does and kept normalised, so binding compares like with like. */
+/**
+ * A quote's recipient, when it names one: checked as the order will check it (400 VALIDATION) and kept
+ * normalised, so binding compares like with like.
+ */
 function quoteRecipient(svc: CountryService, req: ServiceRequest): { phone: string | null; accountRef: string | null } | Rejection {
   const service = marketService(svc.country, svc.code);
   if (service === undefined) return reject('SERVICE_UNAVAILABLE', `${svc.code} is not offered in ${svc.country}.`);
@@ -152,15 +159,16 @@ function quoteRecipient(svc: CountryService, req: ServiceRequest): { phone: stri
     if (value === null) return null;
     if (service.recipient !== 'phone') {
       const problem = accountRefProblem(service, value.trim());
-      return problem === null ? value.trim() : reject('VALIDATION_ERROR', problem);
+      return problem === null ? value.trim() : reject('VALIDATION', problem);
     }
     const phone = validatePhone(value, svc.country, svc.code);
-    return phone.normalized ?? reject('VALIDATION_ERROR', `phone is not a reachable ${svc.country} mobile number: ${phone.messages.join(' ')}`);
+    return phone.normalized ?? reject('VALIDATION', `phone is not a reachable ${svc.country} mobile number: ${phone.messages.join(' ')}`);
   };
   const phone = service.recipient === 'phone' ? normalise(req.phone) : req.phone;
   if (isRejection(phone)) return phone;
   const accountRef = normalise(req.accountRef);
   if (isRejection(accountRef)) return accountRef;
+  if (service.recipient === 'phone' && phone !== null && accountRef !== null && phone !== accountRef) return differentNumbers();
   return { phone, accountRef };
 }
 
@@ -182,7 +190,7 @@ export function priceService(customer: Customer, svc: CountryService, req: Servi
     discountDest = Math.min(found, baseFeeDest);
   }
   // A live FX connector's rate for exactly this pair, when the front end brought one; else the reference table's.
-  const mid = req.fx !== undefined && req.fx.fromCurrency === svc.currency && req.fx.toCurrency === source ? parseRate(req.fx.midRate) : undefined;
+  const mid = req.fx !== undefined && 'midRate' in req.fx && req.fx.fromCurrency === svc.currency && req.fx.toCurrency === source ? parseRate(req.fx.midRate) : undefined;
   const toSource = (amountMinor: number): number | null => (!cross || amountMinor === 0 ? amountMinor : (costInSourceMinorChecked(amountMinor, svc.currency, source, mid)?.amountMinor ?? null));
   const converted = toSource(req.providerCostMinor);
   const fee = toSource(baseFeeDest - discountDest);
@@ -242,9 +250,14 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   const pricing = priceService(customer, svc, req);
   if (isRejection(pricing)) return rejected(pricing);
   // Live money is priced only at an FX connector's rate for this pair (the front end asked it), never
-  // at kobo's reference rates.
-  const liveRate = req.fx !== undefined && req.fx.fromCurrency === pricing.destinationCurrency && req.fx.toCurrency === pricing.sourceCurrency;
-  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) return rejected(reject('FX_QUOTE_UNAVAILABLE', `No live FX rate for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}: no FX connector covers the pair.`));
+  // at kobo's reference rates. Without one, the front end's lookup said why: no source for the pair
+  // (400 VALIDATION) or no usable rate from it (422 FX_QUOTE_UNAVAILABLE).
+  const fx = req.fx;
+  const liveRate = fx !== undefined && 'midRate' in fx && fx.fromCurrency === pricing.destinationCurrency && fx.toCurrency === pricing.sourceCurrency;
+  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) {
+    const refusal = fx !== undefined && 'refusal' in fx ? fx.refusal : reject('VALIDATION', `Unsupported pair: no live FX source is configured for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}.`);
+    return rejected(reject(refusal.code, refusal.message));
+  }
   const quote: ServiceQuote = {
     id: ctx.mintId(),
     owner: cmd.owner,
