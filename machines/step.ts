@@ -27,6 +27,8 @@ interface Candidate {
 export interface CompiledMachine<TStatus extends string, TContext, TEvent extends { type: string }, TEffect extends string> {
   readonly id: string;
   readonly statuses: readonly TStatus[];
+  /** The status a new record starts in (the machine's initial state). */
+  readonly initial: TStatus;
   /** Every event type some status handles. */
   readonly eventTypes: ReadonlyArray<TEvent['type']>;
   /** The step `event` takes from `status`, or null when the machine refuses it there. */
@@ -61,6 +63,8 @@ export function compileMachine<TStatus extends string, TContext, TEvent extends 
   const { guards, actions } = machine.implementations as { guards: Record<string, unknown>; actions: Record<string, unknown> };
   assert.deepEqual(Object.keys(root.states).sort(), [...statuses].sort(), `${machine.id}: the machine's states are its statuses`);
   assert(root.transitions.size === 0 && root.entry.length === 0 && root.exit.length === 0 && (root.always ?? []).length === 0, `${machine.id}: the root has no transitions or actions`);
+  const initial = machine.config.initial;
+  assert(typeof initial === 'string' && (statuses as readonly string[]).includes(initial), `${machine.id}: the initial state is a status`);
   const table = new Map<string, Map<string, readonly Candidate[]>>();
   const eventTypes = new Set<string>();
   for (const status of statuses) {
@@ -107,6 +111,7 @@ export function compileMachine<TStatus extends string, TContext, TEvent extends 
   const result: CompiledMachine<TStatus, TContext, TEvent, TEffect> = {
     id: machine.id,
     statuses,
+    initial: initial as TStatus,
     eventTypes: [...eventTypes],
     step(status, context, event) {
       const candidates = table.get(status)?.get(event.type);

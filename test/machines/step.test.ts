@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { assign, setup, type AnyStateMachine } from 'xstate';
+import { assign, getInitialSnapshot, setup, type AnyStateMachine } from 'xstate';
 import { compileMachine, nextStatus, referenceStep, type CompiledMachine } from '../../machines/step.ts';
 import { ORDER_STATUSES, orderMachine, orderTable } from '../../machines/order.machine.ts';
 import { PAYMENT_STATUSES, paymentMachine, paymentTable } from '../../machines/payment.machine.ts';
@@ -125,6 +125,10 @@ describe('compiled tables: shape', () => {
         if (node.type === 'final') assert.deepEqual(subject.table.eventTypes.filter((t) => subject.table.handles(status, t)), [], `${subject.table.id}.${status}`);
       }
     }
+  });
+
+  it('every machine: the table starts where the machine starts', () => {
+    for (const subject of Object.values(SUBJECTS)) assert.equal(subject.table.initial, getInitialSnapshot(subject.machine).value);
   });
 
   it('nextStatus(machine, …): the table compiled at start answers', () => {
