@@ -139,7 +139,7 @@ export function compileMachine<TStatus extends string, TContext, TEvent extends 
  * The reference the table is checked against: rehydrate a snapshot from the status and step it with
  * xstate's pure transition() (~15–20 µs a step). The actions are the ones transition() returns, unexecuted.
  */
-export function referenceStep(machine: AnyStateMachine, status: string, context: unknown, event: { type: string }): Step | null {
+export function referenceStep<TEvent extends { type: string }>(machine: AnyStateMachine, status: string, context: unknown, event: TEvent): Step | null {
   const snapshot = machine.resolveState({ value: status, context });
   // can() is xstate's own rule for "a transition is enabled and goes somewhere or does something".
   if (!snapshot.can(event)) return null;
