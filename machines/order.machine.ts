@@ -1,8 +1,11 @@
 // The service order lifecycle: all 12 states of the spec's table, with provider funding failure and
-// manual fulfilment. Pure; runs inside a shard worker; time arrives in events.
-// Invariant: `unknown` is never re-purchased: it leaves only by reconciliation; refunds go through
-// refund_pending; cancellation is possible only before fulfilment.
+// manual fulfilment. Pure; runs inside a shard worker; time arrives in events. Guards decide; actions
+// name the effects the shard performs. Invariant: `unknown` is never re-purchased: it leaves only by
+// reconciliation; refunds go through refund_pending; cancellation is possible only before fulfilment;
+// completed, failed, refunded and cancelled accept nothing (a failed order is not retried: the spec's
+// table has no row out of failed, so the client places a new order).
 import { setup } from 'xstate';
+import { compileMachine, effectActions } from './step.ts';
 
 export const ORDER_STATUSES = [
   'pending',
@@ -37,37 +40,98 @@ export type OrderEvent =
   | { type: 'refund.start'; atMs: number }
   | { type: 'refund.completed'; atMs: number };
 
+/**
+ * Effects: awaitPayment lets the collection be completed (a wallet debit is confirmed by its rail);
+ * dispatchPurchase sends the purchase to the fulfilment rail (provider_reference set); cancelTransactions
+ * fails both transactions with CANCELLED (a hold released); failServiceTransaction fails the service
+ * transaction; settleFunds fills the fulfillment_snapshot, posts the funds and takes the fee;
+ * returnFunds releases a wallet hold or refunds collected money; startRefund schedules the refund;
+ * scheduleRetry schedules the controlled retry; requery asks the rail again later (never re-purchases);
+ * emitCompleted and emitFailed write service_order.completed and service_order.failed.
+ */
+export const ORDER_EFFECTS = [
+  'awaitPayment',
+  'dispatchPurchase',
+  'cancelTransactions',
+  'failServiceTransaction',
+  'settleFunds',
+  'returnFunds',
+  'startRefund',
+  'scheduleRetry',
+  'requery',
+  'emitCompleted',
+  'emitFailed',
+] as const;
+export type OrderEffect = (typeof ORDER_EFFECTS)[number];
+
 const delivered = ({ event }: { event: OrderEvent }): boolean =>
   (event.type === 'reconcile' || event.type === 'operator.resolve') && event.outcome === 'delivered';
+
+const COMPLETE = ['settleFunds', 'emitCompleted'] as const;
+const FAIL = ['failServiceTransaction', 'returnFunds', 'emitFailed'] as const;
+const FAIL_THEN_REFUND = ['failServiceTransaction', 'startRefund', 'emitFailed'] as const;
 
 export const orderMachine = setup({
   types: {} as { events: OrderEvent },
   guards: { delivered },
+  actions: effectActions(ORDER_EFFECTS),
 }).createMachine({
   id: 'service_order',
   initial: 'pending',
   states: {
-    pending: { on: { 'payment.opened': 'awaiting_payment', cancel: 'cancelled' } },
-    awaiting_payment: { on: { 'payment.settled': 'fulfilling', 'payment.failed': 'failed', cancel: 'cancelled' } },
-    fulfilling: {
+    pending: {
       on: {
-        'rail.delivered': 'completed',
-        'rail.failed': 'failed',
-        'rail.timeout': 'unknown',
-        'rail.retry': 'retry_required',
-        'rail.funding_failed': 'provider_funding_failure',
-        'rail.manual': 'manual_fulfilment',
-        'refund.start': 'refund_pending',
+        'payment.opened': { target: 'awaiting_payment', actions: 'awaitPayment' },
+        cancel: { target: 'cancelled', actions: 'cancelTransactions' },
       },
     },
-    retry_required: { on: { 'retry.dispatch': 'fulfilling' } },
-    unknown: { on: { reconcile: [{ target: 'completed', guard: 'delivered' }, { target: 'failed' }] } },
-    provider_funding_failure: { on: { 'refund.start': 'refund_pending' } },
-    manual_fulfilment: { on: { 'operator.resolve': [{ target: 'completed', guard: 'delivered' }, { target: 'refund_pending' }] } },
-    refund_pending: { on: { 'refund.completed': 'refunded' } },
+    awaiting_payment: {
+      on: {
+        'payment.settled': { target: 'fulfilling', actions: 'dispatchPurchase' },
+        // The collection failed before any purchase (not a row of the spec's table).
+        'payment.failed': { target: 'failed', actions: ['failServiceTransaction', 'emitFailed'] },
+        cancel: { target: 'cancelled', actions: 'cancelTransactions' },
+      },
+    },
+    fulfilling: {
+      on: {
+        'rail.delivered': { target: 'completed', actions: COMPLETE },
+        'rail.failed': { target: 'failed', actions: FAIL },
+        'rail.timeout': { target: 'unknown', actions: 'requery' },
+        'rail.retry': { target: 'retry_required', actions: 'scheduleRetry' },
+        'rail.funding_failed': { target: 'provider_funding_failure', actions: FAIL_THEN_REFUND },
+        'rail.manual': 'manual_fulfilment',
+        'refund.start': { target: 'refund_pending', actions: FAIL_THEN_REFUND },
+      },
+    },
+    retry_required: { on: { 'retry.dispatch': { target: 'fulfilling', actions: 'dispatchPurchase' } } },
+    // In flight, not failed: only reconciliation (a requery's answer) moves it on.
+    unknown: {
+      on: {
+        reconcile: [
+          { target: 'completed', guard: 'delivered', actions: COMPLETE },
+          { target: 'failed', actions: FAIL },
+        ],
+      },
+    },
+    // Paid, but the rail could not fund the purchase: the refund path opens.
+    provider_funding_failure: { on: { 'refund.start': { target: 'refund_pending', actions: 'startRefund' } } },
+    // Held for an authorized operator, who resolves it delivered or failed (refunded).
+    manual_fulfilment: {
+      on: {
+        'operator.resolve': [
+          { target: 'completed', guard: 'delivered', actions: COMPLETE },
+          { target: 'refund_pending', actions: FAIL_THEN_REFUND },
+        ],
+      },
+    },
+    refund_pending: { on: { 'refund.completed': { target: 'refunded', actions: 'returnFunds' } } },
     completed: { type: 'final' },
     failed: { type: 'final' },
     refunded: { type: 'final' },
     cancelled: { type: 'final' },
   },
 });
+
+/** The table the shard consults, compiled when the module loads (at start). */
+export const orderTable = compileMachine<OrderStatus, Record<string, never>, OrderEvent, OrderEffect>(orderMachine, ORDER_STATUSES);

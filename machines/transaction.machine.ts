@@ -1,7 +1,9 @@
 // The transaction lifecycle of the spec's state table: pending, processing, completed, failed, unknown.
-// Pure; runs inside a shard worker. Retry is allowed only for recoverable failure codes.
-// Invariant: cancel only from pending; retry only from failed with PROVIDER_ERROR, INTERNAL or RATE_LIMITED.
+// Pure; runs inside a shard worker. Guards decide (retry only for a recoverable failure); actions name
+// the effects the shard performs (holds, limit usage, requery). Invariant: cancel only from pending;
+// retry only from failed with PROVIDER_ERROR, INTERNAL or RATE_LIMITED; unknown leaves only by reconciliation.
 import { setup } from 'xstate';
+import { compileMachine, effectActions } from './step.ts';
 
 export const TRANSACTION_STATUSES = ['pending', 'processing', 'completed', 'failed', 'unknown'] as const;
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
@@ -11,7 +13,7 @@ export const RETRYABLE_FAILURE_CODES = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMI
 export const FINAL_FAILURE_CODES = ['COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'CANCELLED', 'EXPIRED'] as const;
 export type FailureCode = (typeof RETRYABLE_FAILURE_CODES)[number] | (typeof FINAL_FAILURE_CODES)[number];
 
-export interface TransactionContext extends Record<string, unknown> {
+export interface TransactionContext {
   failureCode: FailureCode | null;
 }
 
@@ -24,6 +26,14 @@ export type TransactionEvent =
   | { type: 'cancel'; atMs: number }
   | { type: 'retry'; atMs: number };
 
+/**
+ * Effects: releaseHold voids a hold on the funds (if one is held); postHold posts it; returnUsage gives
+ * the attempt's amount back to the day's limit usage; countUsage charges a new attempt against the
+ * limits; requery asks the provider again later (reconciliation).
+ */
+export const TRANSACTION_EFFECTS = ['releaseHold', 'postHold', 'returnUsage', 'countUsage', 'requery'] as const;
+export type TransactionEffect = (typeof TRANSACTION_EFFECTS)[number];
+
 export function isRetryable(code: FailureCode | null): boolean {
   return code !== null && (RETRYABLE_FAILURE_CODES as readonly string[]).includes(code);
 }
@@ -34,17 +44,43 @@ export const transactionMachine = setup({
     retryable: ({ context }) => isRetryable(context.failureCode),
     reconciledCompleted: ({ event }) => event.type === 'reconcile' && event.outcome === 'completed',
   },
+  actions: effectActions(TRANSACTION_EFFECTS),
 }).createMachine({
   id: 'transaction',
   initial: 'pending',
   context: { failureCode: null },
   states: {
-    pending: { on: { submit: 'processing', settle: 'completed', fail: 'failed', cancel: 'failed' } },
-    processing: { on: { settle: 'completed', fail: 'failed', timeout: 'unknown' } },
+    // Recorded before any processing. A cancel fails it with CANCELLED and releases any hold.
+    pending: {
+      on: {
+        submit: 'processing',
+        settle: { target: 'completed', actions: 'postHold' },
+        fail: { target: 'failed', actions: ['releaseHold', 'returnUsage'] },
+        cancel: { target: 'failed', actions: ['releaseHold', 'returnUsage'] },
+      },
+    },
+    // The provider leg is submitted: it cannot be cancelled (409); a timeout leaves it unknown.
+    processing: {
+      on: {
+        settle: { target: 'completed', actions: 'postHold' },
+        fail: { target: 'failed', actions: ['releaseHold', 'returnUsage'] },
+        timeout: { target: 'unknown', actions: 'requery' },
+      },
+    },
+    // The provider neither confirmed nor denied: reconciliation resolves it to completed or failed.
     unknown: {
-      on: { reconcile: [{ target: 'completed', guard: 'reconciledCompleted' }, { target: 'failed' }] },
+      on: {
+        reconcile: [
+          { target: 'completed', guard: 'reconciledCompleted', actions: 'postHold' },
+          { target: 'failed', actions: ['releaseHold', 'returnUsage'] },
+        ],
+      },
     },
     completed: { type: 'final' },
-    failed: { on: { retry: { target: 'pending', guard: 'retryable' } } },
+    // A new attempt under the same id (recorded in status history), only after a recoverable failure.
+    failed: { on: { retry: { target: 'pending', guard: 'retryable', actions: 'countUsage' } } },
   },
 });
+
+/** The table the shard consults, compiled when the module loads (at start). */
+export const transactionTable = compileMachine<TransactionStatus, TransactionContext, TransactionEvent, TransactionEffect>(transactionMachine, TRANSACTION_STATUSES);

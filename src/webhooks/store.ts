@@ -2,9 +2,12 @@
 // outboxes, and deliveries with every attempt. Main thread (the dispatcher) and the operator CLI.
 // Invariant: an event is stored once (by id) and gets one delivery per subscription that was active
 // and subscribed to its type when it arrived; events fired while a subscription is disabled are not queued.
+// Statuses and failure counters move only as the webhook subscription and delivery machines' tables say.
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { ulid } from 'ulid';
+import { webhookDeliveryTable, type DeliveryEvent } from '../../machines/webhook-delivery.machine.ts';
+import { webhookSubscriptionTable, type SubscriptionEffect, type SubscriptionEvent } from '../../machines/webhook-subscription.machine.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import type { OutboxEvent } from '../shard/state.ts';
 
@@ -87,6 +90,14 @@ const fromSubscription = (r: SubscriptionRow): Subscription => ({
   updatedAtMs: r.updated_at_ms,
 });
 
+/** consecutive_failures after a subscription step's effects. */
+function failuresAfter(failures: number, effects: readonly SubscriptionEffect[]): number {
+  if (effects.includes('resetFailures')) return 0;
+  return effects.includes('countFailure') ? failures + 1 : failures;
+}
+
+const NO_CONTEXT: Record<string, never> = {};
+
 const fromDelivery = (r: DeliveryRow): Delivery => ({
   id: r.id,
   eventId: r.event_id,
@@ -156,8 +167,12 @@ export class WebhookStore {
     return rows.map(fromSubscription);
   }
 
+  /** An operator's enable or disable (failures reset to 0); one already in that status just has its failures reset. */
   setStatus(id: string, status: 'active' | 'disabled', nowMs: number): boolean {
-    return this.db.prepare('UPDATE subscriptions SET status = ?, consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(status, nowMs, id).changes === 1;
+    const sub = this.subscription(id);
+    if (sub === undefined) return false;
+    const step = webhookSubscriptionTable.step(sub.status, sub, { type: status === 'active' ? 'enable' : 'disable', atMs: nowMs });
+    return this.db.prepare('UPDATE subscriptions SET status = ?, consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(step?.target ?? sub.status, nowMs, id).changes === 1;
   }
 
   /**
@@ -215,19 +230,22 @@ export class WebhookStore {
       for (const r of results) {
         const a = r.attempt;
         this.db.prepare('INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)').run(r.deliveryId, a.n, a.atMs, a.statusCode, a.durationMs, a.error, a.ok ? 1 : 0);
-        const status: Delivery['status'] = a.ok ? 'succeeded' : r.nextAttemptAtMs === null ? 'failed' : 'pending';
-        this.db
-          .prepare('UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at_ms = ?, last_status_code = ?, last_duration_ms = ?, last_error = ?, updated_at_ms = ? WHERE id = ?')
-          .run(status, a.n, a.ok ? null : r.nextAttemptAtMs, a.statusCode, a.durationMs, a.error, a.atMs, r.deliveryId);
-        if (a.ok) {
-          this.db.prepare('UPDATE subscriptions SET consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(a.atMs, r.subscriptionId);
-        } else {
+        const delivery = this.db.prepare('SELECT status FROM deliveries WHERE id = ?').get(r.deliveryId) as Pick<DeliveryRow, 'status'> | undefined;
+        const attempted: DeliveryEvent = a.ok ? { type: 'attempt.succeeded', atMs: a.atMs } : { type: 'attempt.failed', atMs: a.atMs, nextAttemptAtMs: r.nextAttemptAtMs };
+        // A delivery that is no longer pending keeps its outcome: the attempt is logged, nothing moves.
+        const moved = delivery === undefined ? null : webhookDeliveryTable.step(delivery.status, NO_CONTEXT, attempted);
+        if (moved !== null) {
           this.db
-            .prepare(
-              `UPDATE subscriptions SET consecutive_failures = consecutive_failures + 1, updated_at_ms = ?,
-               status = CASE WHEN consecutive_failures + 1 > ? THEN 'disabled' ELSE status END WHERE id = ?`,
-            )
-            .run(a.atMs, r.disableAfter, r.subscriptionId);
+            .prepare('UPDATE deliveries SET status = ?, attempts = ?, next_attempt_at_ms = ?, last_status_code = ?, last_duration_ms = ?, last_error = ?, updated_at_ms = ? WHERE id = ?')
+            .run(moved.target, a.n, moved.actions.includes('scheduleAttempt') ? r.nextAttemptAtMs : null, a.statusCode, a.durationMs, a.error, a.atMs, r.deliveryId);
+        }
+        const sub = this.db.prepare('SELECT status, consecutive_failures FROM subscriptions WHERE id = ?').get(r.subscriptionId) as Pick<SubscriptionRow, 'status' | 'consecutive_failures'> | undefined;
+        const outcome: SubscriptionEvent = a.ok ? { type: 'delivery.succeeded', atMs: a.atMs } : { type: 'delivery.failed', atMs: a.atMs, disableAfter: r.disableAfter };
+        const step = sub === undefined ? null : webhookSubscriptionTable.step(sub.status, { consecutiveFailures: sub.consecutive_failures }, outcome);
+        if (sub !== undefined && step !== null) {
+          this.db
+            .prepare('UPDATE subscriptions SET status = ?, consecutive_failures = ?, updated_at_ms = ? WHERE id = ?')
+            .run(step.target, failuresAfter(sub.consecutive_failures, step.actions), a.atMs, r.subscriptionId);
         }
       }
     })();

@@ -12,7 +12,7 @@ import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
 import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
-import { dispatchEvents, moveOrder, movePayment, moveTransaction, releaseUsage } from '../lifecycle/lifecycle.ts';
+import { dispatchEvents, moveOrder, movePayment, moveTransaction, orderHandles, releaseUsage } from '../lifecycle/lifecycle.ts';
 import { fulfilmentCall } from '../lifecycle/rail-requests.ts';
 
 function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
@@ -61,8 +61,9 @@ export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   const again = (op: RailOp, dueAtMs?: number): Effect[] => effectsOf(fulfilmentCall(ctx, order, order.dispatchAttempt, op, dueAtMs));
   if (cmd.connector !== undefined && again('requery')[0]?.call?.rail !== cmd.connector) return stale('this order is not served by that connector');
   if (order.dispatchAttempt !== cmd.attempt) return stale(`the answer is for dispatch ${cmd.attempt}; the order is on ${order.dispatchAttempt}`);
-  if (order.status !== 'fulfilling' && order.status !== 'unknown') return stale(`order is ${order.status}`);
-  const unknown = order.status === 'unknown';
+  // A rail's answer applies while the order waits for it (fulfilling) or for reconciliation (unknown).
+  if (!orderHandles(order, 'rail.delivered') && !orderHandles(order, 'reconcile')) return stale(`order is ${order.status}`);
+  const unknown = orderHandles(order, 'reconcile');
   switch (answer.outcome) {
     case 'settled':
       return { events: deliveredEvents(ctx, order, unknown ? 'reconcile' : 'rail.delivered', deliverySnapshot(ctx, order, answer)), reply: done };
@@ -98,7 +99,7 @@ export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
 /** A wallet-paid order's funds are confirmed (held): dispatch. */
 export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'awaiting_payment') return stale('order is not awaiting payment');
+  if (order === undefined || !orderHandles(order, 'payment.settled')) return stale('order is not awaiting payment');
   const dispatched = dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
   assert(dispatched !== null, 'fulfilment: awaiting_payment accepts payment.settled');
   return { events: dispatched.events, reply: done, effects: dispatched.effects };
@@ -190,7 +191,7 @@ function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[]
 
 export function retryOrder(ctx: HandlerContext, cmd: Command & { k: 'order.retry' }): Outcome {
   const order = orderOf(ctx, cmd.id);
-  if (order === undefined || order.status !== 'retry_required') return stale('order is not waiting for a retry');
+  if (order === undefined || !orderHandles(order, 'retry.dispatch')) return stale('order is not waiting for a retry');
   const dispatched = dispatchEvents(ctx, order, cmd.partition, 'retry.dispatch');
   assert(dispatched !== null);
   return { events: dispatched.events, reply: done, effects: dispatched.effects };
@@ -221,7 +222,7 @@ function refundPost(ctx: HandlerContext, order: ServiceOrder): WalEvent {
 export function resolveOrder(ctx: HandlerContext, cmd: Command & { k: 'order.resolve' }): Outcome {
   const order = orderOf(ctx, cmd.id);
   if (order === undefined) return rejected(reject('NOT_FOUND', 'No such service order.'));
-  if (order.status !== 'manual_fulfilment') return rejected(reject('CONFLICT', `Order is ${order.status}, not held for manual fulfilment.`));
+  if (!orderHandles(order, 'operator.resolve')) return rejected(reject('CONFLICT', `Order is ${order.status}, not held for manual fulfilment.`));
   if (cmd.outcome === 'delivered') return { events: deliveredEvents(ctx, order, 'operator.resolve'), reply: done };
   const failed = failedEvents(ctx, order, cmd.partition, 'operator.resolve', 'An operator failed the purchase.');
   return { events: failed.events, reply: done, effects: failed.effects };

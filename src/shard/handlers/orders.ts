@@ -13,7 +13,7 @@ import { walletOf, type Payment, type ServiceOrder } from '../state.ts';
 import { checkoutUrl, paymentView, iso } from '../views.ts';
 import { customerFor, envOf, isRejection, limitRejection, okReply, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
-import { moveOrder, moveTransaction, newTransaction, movePayment } from '../lifecycle/lifecycle.ts';
+import { moveOrder, moveTransaction, newTransaction, movePayment, orderHandles } from '../lifecycle/lifecycle.ts';
 import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection } from './service-quotes.ts';
 import { SERVICE_PAYMENT_METHODS } from '../../catalogue/services.ts';
 
@@ -210,7 +210,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
  */
 export function openOrder(ctx: HandlerContext, cmd: Command & { k: 'order.open' }): Outcome {
   const order = ctx.state.orders.get(cmd.id);
-  if (order === undefined || order.status !== 'pending') return stale('order is not pending');
+  if (order === undefined || !orderHandles(order, 'payment.opened')) return stale('order is not pending');
   const payment = ctx.state.payments.get(order.paymentId);
   if (payment === undefined || payment.status === 'failed') return stale('the order’s payment is no longer open');
   const opened = moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs });

@@ -30,7 +30,7 @@ import {
   type Outcome,
 } from './common.ts';
 import { openWallet } from './customers.ts';
-import { dispatchEvents, failEvents, movePayment, moveTransaction, newTransaction } from '../lifecycle/lifecycle.ts';
+import { dispatchEvents, failEvents, movePayment, moveTransaction, newTransaction, paymentHandles, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { collectionOpening } from '../../rails/rails.ts';
@@ -205,7 +205,7 @@ export function submitPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const payment = paymentFor(ctx, cmd, cmd.id);
   if (isRejection(payment)) return rejected(payment);
   const txn = ctx.state.transactions.get(payment.transactionId)!;
-  if (payment.method !== 'wallet' || payment.status !== 'pending' || txn.status !== 'pending') {
+  if (payment.method !== 'wallet' || !paymentHandles(payment, 'submit') || !transactionHandles(txn, 'submit')) {
     return rejected(reject('CONFLICT', 'Payment is not awaiting submission.'));
   }
   const wallet = walletOf(ctx.state, payment.walletId);

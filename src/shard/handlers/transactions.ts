@@ -6,7 +6,7 @@ import type { Command } from '../protocol.ts';
 import type { PartitionState, ServiceOrder, Transaction } from '../state.ts';
 import { transactionView } from '../views.ts';
 import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
-import { cancelOrderEvents, failEvents, newTransaction, retryEvents } from '../lifecycle/lifecycle.ts';
+import { cancelOrderEvents, failEvents, newTransaction, retryEvents, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 
 function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transaction | ReturnType<typeof reject> {
@@ -72,7 +72,7 @@ export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.
     return rejected(reject('CONFLICT', 'This live collection is with its connector, which may still collect the payer\'s money: it ends with the connector\'s outcome, not a cancel.'));
   }
   if (order !== undefined) {
-    const events = txn.status === 'pending' || txn.status === 'processing' ? cancelOrderEvents(ctx, order) : null;
+    const events = transactionHandles(txn, 'fail') ? cancelOrderEvents(ctx, order) : null;
     if (events === null) return rejected(reject('CONFLICT', `The service order is ${order.status}; only an order not yet fulfilling can be cancelled.`));
     return { events, reply: replyTxn(txn.id) };
   }

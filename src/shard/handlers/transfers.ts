@@ -15,7 +15,7 @@ import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
 import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
-import { after, failEvents, holdOp, moveTransaction, moveTransfer, newTransaction, releaseUsage, transitAccount } from '../lifecycle/lifecycle.ts';
+import { after, failEvents, holdOp, moveTransaction, moveTransfer, newTransaction, releaseUsage, transferHandles, transitAccount } from '../lifecycle/lifecycle.ts';
 import { payoutCall, payoutRailRejection } from '../lifecycle/rail-requests.ts';
 import { iso } from '../views.ts';
 
@@ -160,7 +160,7 @@ function internal(ctx: HandlerContext, id: string): { transfer: Transfer; txn: T
 /** Submits a pending transfer to the payout rail; the rail's answer comes back as `transfer.rail`. */
 export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.submit' }): Outcome {
   const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'pending') return stale('transfer is not pending');
+  if (found === null || !transferHandles(found.transfer, 'submit')) return stale('transfer is not pending');
   const { transfer, txn } = found;
   const beneficiary = ctx.state.beneficiaries.get(transfer.beneficiaryId)!;
   if (payoutRailRejection(transfer.owner, beneficiary.type, beneficiary.country, beneficiary.currency) !== null) {
@@ -225,7 +225,7 @@ export function creditInbound(ctx: HandlerContext, cmd: Command & { k: 'transfer
 /** The sending partition learns the credit's outcome: post the hold (completed) or void it (failed). */
 export function creditOutcome(ctx: HandlerContext, cmd: Command & { k: 'transfer.credited' }): Outcome {
   const found = internal(ctx, cmd.id);
-  if (found === null || found.transfer.status !== 'processing') return stale('transfer is not awaiting its credit');
+  if (found === null || !transferHandles(found.transfer, 'settle')) return stale('transfer is not awaiting its credit');
   const reply = (): ReturnType<typeof okReply> => okReply(200, {});
   if (cmd.outcome === 'credited') return { events: settleEvents(ctx, found.transfer, found.txn, false), reply };
   const events = failEvents(ctx, found.txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The receiving wallet could not be credited.' }, 'fail');
@@ -283,14 +283,16 @@ export function payoutAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answ
   if (cmd.connector !== undefined && call?.call?.rail !== cmd.connector) return stale('this payout is not served by that connector');
   if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the transfer is on attempt ${txn.attempt}`);
   const status = transfer.status;
-  if (status !== 'processing' && status !== 'unknown') return stale(`transfer is ${status}`);
+  // A rail's answer applies while the payout waits for it (processing) or for reconciliation (unknown).
+  const unknown = transferHandles(transfer, 'reconcile');
+  if (!unknown && !transferHandles(transfer, 'settle')) return stale(`transfer is ${status}`);
   const reply = (): ReturnType<typeof okReply> => okReply(200, { transfer_id: transfer.id, status });
   const requeryAt = (atMs: number): Effect[] => effectsOf(payoutCall(ctx, transfer, txn.attempt, 'requery', atMs));
   switch (answer.outcome) {
     case 'settled':
-      return { events: settleEvents(ctx, transfer, txn, status === 'unknown'), reply };
+      return { events: settleEvents(ctx, transfer, txn, unknown), reply };
     case 'failed': {
-      if (status === 'unknown') return { events: reconciledFailedEvents(ctx, transfer, txn, answer.failureCode), reply };
+      if (unknown) return { events: reconciledFailedEvents(ctx, transfer, txn, answer.failureCode), reply };
       const events = failEvents(ctx, txn, { code: railFailureCode(answer.failureCode), stage: 'payout', message: answer.message ?? `The payout rail failed the payout (${answer.failureCode}).` }, 'fail');
       assert(events !== null, 'transfers: a processing transaction accepts fail');
       return { events, reply };
@@ -298,13 +300,13 @@ export function payoutAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answ
     case 'terminal': {
       // The rail refused the request itself: at submit the payout never started, so it fails; a
       // refused requery leaves the outcome unknown and is asked again later.
-      if (cmd.phase !== 'submit' || status !== 'processing') return { events: [], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
+      if (cmd.phase !== 'submit' || unknown) return { events: [], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
       const events = failEvents(ctx, txn, { code: 'PROVIDER_ERROR', stage: 'payout', message: 'The payout rail refused the request.' }, 'fail');
       assert(events !== null, 'transfers: a processing transaction accepts fail');
       return { events, reply };
     }
     case 'unknown': {
-      if (status === 'unknown') return { events: [], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
+      if (unknown) return { events: [], reply, effects: requeryAt(ctx.nowMs + REQUERY_AFTER_MS) };
       const moved = moveTransaction(txn, { type: 'timeout', atMs: ctx.nowMs });
       const transferMoved = moveTransfer(transfer, { type: 'timeout', atMs: ctx.nowMs });
       assert(moved !== null && transferMoved !== null, 'transfers: processing accepts timeout');

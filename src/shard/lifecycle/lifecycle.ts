@@ -1,14 +1,15 @@
 // Lifecycle rules of a transaction and the payment, transfer or order it belongs to: creating, moving
-// (every status change through its machine), failing, cancelling, retrying and dispatching. Runs inside
-// shard workers; pure: reads state, returns WAL events and effects. Resource handlers use it; it never
-// imports a handler. Invariant: a hold is voided or posted, never edited; a failed attempt gives its
-// day's limit usage back; a new attempt counts against the limits like a new transaction.
+// (every status change through its machine's table, compiled at start), failing, cancelling, retrying
+// and dispatching. Runs inside shard workers; pure: reads state, returns WAL events and effects. The
+// machines' guards decide whether a record may move; the effects their steps name are performed here.
+// Resource handlers use it; it never imports a handler. Invariant: a hold is voided or posted, never
+// edited; a failed attempt gives its day's limit usage back; a new attempt counts against the limits.
 import { reject, type Rejection } from '../../errors.ts';
-import { nextStatus } from '../../../machines/step.ts';
-import { isRetryable, transactionMachine, type FailureCode, type TransactionEvent, type TransactionStatus } from '../../../machines/transaction.machine.ts';
-import { paymentMachine, type PaymentEvent } from '../../../machines/payment.machine.ts';
-import { transferMachine, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
-import { orderMachine, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
+import type { Step } from '../../../machines/step.ts';
+import { transactionTable, type FailureCode, type TransactionEffect, type TransactionEvent, type TransactionStatus } from '../../../machines/transaction.machine.ts';
+import { paymentTable, type PaymentEffect, type PaymentEvent, type PaymentStatus } from '../../../machines/payment.machine.ts';
+import { transferTable, type TransferEffect, type TransferEvent, type TransferStatus } from '../../../machines/transfer.machine.ts';
+import { orderTable, type OrderEffect, type OrderEvent, type OrderStatus } from '../../../machines/order.machine.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
@@ -36,12 +37,12 @@ export function newTransaction(
     paymentId: fields.paymentId,
     transferId: fields.transferId ?? null,
     id: ctx.mintId(),
-    status: 'pending',
+    status: transactionTable.initial,
     failure: null,
     holdId: null,
     holdStatus: 'none',
     attempt: 1,
-    history: [{ status: 'pending', atMs: ctx.nowMs, attempt: 1, failureCode: null }],
+    history: [{ status: transactionTable.initial, atMs: ctx.nowMs, attempt: 1, failureCode: null }],
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
   };
@@ -58,19 +59,53 @@ export function releaseUsage(ctx: HandlerContext, txn: Transaction): WalEvent[] 
   return [usageEvent(customer, txn.currency, -txn.amountMinor, ctx.nowMs)];
 }
 
-/** The txn.moved event for `event`, or null when the machine refuses it in the current status. */
-export function moveTransaction(
-  txn: Transaction,
-  event: TransactionEvent,
-  extra: { failure?: Failure | null; holdStatus?: Transaction['holdStatus']; holdId?: string | null; attempt?: number } = {},
-): WalEvent | null {
-  const status = nextStatus(transactionMachine, txn.status, { failureCode: txn.failure?.code ?? null }, event);
-  if (status === null) return null;
+// --- Consulting the machines: a Map lookup and a guard call (see machines/step.ts) ---
+
+const NO_CONTEXT: Record<string, never> = {};
+
+/** The transaction machine's step for `event` (status and effects), or null when it refuses it. */
+export function transactionStep(txn: Pick<Transaction, 'status' | 'failure'>, event: TransactionEvent): Step<TransactionStatus, TransactionEffect> | null {
+  return transactionTable.step(txn.status, { failureCode: txn.failure?.code ?? null }, event);
+}
+
+/** Whether the transaction's status has a transition on `type` at all (its guards aside). */
+export function transactionHandles(txn: Pick<Transaction, 'status'>, type: TransactionEvent['type']): boolean {
+  return transactionTable.handles(txn.status, type);
+}
+
+export function paymentStep(payment: Pick<Payment, 'status'>, event: PaymentEvent): Step<PaymentStatus, PaymentEffect> | null {
+  return paymentTable.step(payment.status, NO_CONTEXT, event);
+}
+
+export function paymentHandles(payment: Pick<Payment, 'status'>, type: PaymentEvent['type']): boolean {
+  return paymentTable.handles(payment.status, type);
+}
+
+export function transferStep(transfer: Pick<Transfer, 'status'>, event: TransferEvent): Step<TransferStatus, TransferEffect> | null {
+  return transferTable.step(transfer.status, NO_CONTEXT, event);
+}
+
+export function transferHandles(transfer: Pick<Transfer, 'status'>, type: TransferEvent['type']): boolean {
+  return transferTable.handles(transfer.status, type);
+}
+
+export function orderStep(order: Pick<ServiceOrder, 'status'>, event: OrderEvent): Step<OrderStatus, OrderEffect> | null {
+  return orderTable.step(order.status, NO_CONTEXT, event);
+}
+
+/** Whether the order's status has a transition on `type` at all (e.g. `reconcile`: the order is unknown). */
+export function orderHandles(order: Pick<ServiceOrder, 'status'>, type: OrderEvent['type']): boolean {
+  return orderTable.handles(order.status, type);
+}
+
+type TxnExtra = { failure?: Failure | null; holdStatus?: Transaction['holdStatus']; holdId?: string | null; attempt?: number };
+
+function txnMoved(txn: Transaction, status: TransactionStatus, atMs: number, extra: TxnExtra): WalEvent {
   return {
     t: 'txn.moved',
     id: txn.id,
-    status: status as TransactionStatus,
-    atMs: event.atMs,
+    status,
+    atMs,
     failure: extra.failure === undefined ? (status === 'failed' ? txn.failure : null) : extra.failure,
     ...(extra.holdStatus === undefined ? {} : { holdStatus: extra.holdStatus }),
     ...(extra.holdId === undefined ? {} : { holdId: extra.holdId }),
@@ -78,10 +113,15 @@ export function moveTransaction(
   };
 }
 
+/** The txn.moved event for `event`, or null when the machine refuses it in the current status. */
+export function moveTransaction(txn: Transaction, event: TransactionEvent, extra: TxnExtra = {}): WalEvent | null {
+  const step = transactionStep(txn, event);
+  return step === null ? null : txnMoved(txn, step.target, event.atMs, extra);
+}
+
 export function movePayment(payment: Payment, event: PaymentEvent): WalEvent | null {
-  const status = nextStatus(paymentMachine, payment.status, {}, event);
-  if (status === null) return null;
-  return { t: 'payment.moved', id: payment.id, status: status as Payment['status'], atMs: event.atMs };
+  const step = paymentStep(payment, event);
+  return step === null ? null : { t: 'payment.moved', id: payment.id, status: step.target, atMs: event.atMs };
 }
 
 /**
@@ -95,13 +135,13 @@ export function failEvents(
   kind: 'fail' | 'cancel',
 ): WalEvent[] | null {
   const event: TransactionEvent = kind === 'cancel' ? { type: 'cancel', atMs: ctx.nowMs } : { type: 'fail', atMs: ctx.nowMs, code: failure.code };
-  const holdReleased = txn.holdStatus === 'held';
-  const moved = moveTransaction(txn, event, { failure, ...(holdReleased ? { holdStatus: 'released' as const } : {}) });
-  if (moved === null) return null;
+  const step = transactionStep(txn, event);
+  if (step === null) return null;
+  const holdReleased = step.actions.includes('releaseHold') && txn.holdStatus === 'held';
   const events: WalEvent[] = [];
   if (holdReleased && txn.holdId !== null) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId }], atMs: ctx.nowMs });
-  events.push(moved);
-  events.push(...releaseUsage(ctx, txn));
+  events.push(txnMoved(txn, step.target, event.atMs, { failure, ...(holdReleased ? { holdStatus: 'released' as const } : {}) }));
+  if (step.actions.includes('returnUsage')) events.push(...releaseUsage(ctx, txn));
   const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
   if (payment !== undefined) {
     const paymentMoved = movePayment(payment, { type: kind, atMs: ctx.nowMs });
@@ -110,10 +150,11 @@ export function failEvents(
     if (order !== undefined) events.push(...orderPaymentFailedEvents(ctx, order, failure));
   }
   const transfer = txn.transferId === null ? undefined : ctx.state.transfers.get(txn.transferId);
-  if (transfer !== undefined) {
-    const transferMoved = moveTransfer(transfer, { type: kind, atMs: ctx.nowMs });
-    if (transferMoved !== null) {
-      events.push(transferMoved, outboxEvent(ctx, 'transfer.failed', txn, { status: 'failed', transfer_id: transfer.id, failure: { code: failure.code, stage: failure.stage } }));
+  const transferMove = transfer === undefined ? null : transferStep(transfer, { type: kind, atMs: ctx.nowMs });
+  if (transfer !== undefined && transferMove !== null) {
+    events.push(transferMoved(transfer, transferMove.target, ctx.nowMs));
+    if (transferMove.actions.includes('emitFailed')) {
+      events.push(outboxEvent(ctx, 'transfer.failed', txn, { status: 'failed', transfer_id: transfer.id, failure: { code: failure.code, stage: failure.stage } }));
     }
   }
   return events;
@@ -126,15 +167,15 @@ export function failEvents(
  * retried (the client places a new order).
  */
 export function retryEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
-  if (txn.transferId !== null && txn.status === 'failed' && isRetryable(txn.failure?.code ?? null)) return retryTransferEvents(ctx, cmd, txn);
-  const moved = moveTransaction(txn, { type: 'retry', atMs: ctx.nowMs }, { failure: null, holdStatus: 'none', holdId: null, attempt: txn.attempt + 1 });
-  if (moved === null) {
-    const why = txn.status !== 'failed' ? `is ${txn.status}, not failed` : `failed with ${txn.failure?.code ?? 'no code'}, which is final`;
+  const step = transactionStep(txn, { type: 'retry', atMs: ctx.nowMs });
+  if (txn.transferId !== null && step !== null) return retryTransferEvents(ctx, cmd, txn);
+  if (step === null) {
+    const why = !transactionHandles(txn, 'retry') ? `is ${txn.status}, not failed` : `failed with ${txn.failure?.code ?? 'no code'}, which is final`;
     return reject('CONFLICT', `Transaction ${why}; it cannot be retried.`);
   }
-  const events: WalEvent[] = [moved];
+  const events: WalEvent[] = [txnMoved(txn, step.target, ctx.nowMs, { failure: null, holdStatus: 'none', holdId: null, attempt: txn.attempt + 1 })];
   const customer = ctx.state.customers.get(txn.customerId);
-  if (customer !== undefined) {
+  if (customer !== undefined && step.actions.includes('countUsage')) {
     // A new attempt counts against today's limits like a new transaction would.
     const over = limitRejection(customer, txn.currency, txn.amountMinor, ctx.nowMs);
     if (over !== null) return over;
@@ -142,9 +183,11 @@ export function retryEvents(ctx: HandlerContext, cmd: Command, txn: Transaction)
   }
   const effects: Effect[] = [];
   const payment = txn.paymentId === null ? undefined : ctx.state.payments.get(txn.paymentId);
-  if (payment !== undefined) {
-    const paymentMoved = movePayment(payment, { type: 'retry', atMs: ctx.nowMs });
-    if (paymentMoved !== null) events.push(paymentMoved);
+  const paymentMove = payment === undefined ? null : paymentStep(payment, { type: 'retry', atMs: ctx.nowMs });
+  if (payment !== undefined && paymentMove !== null) {
+    events.push({ t: 'payment.moved', id: payment.id, status: paymentMove.target, atMs: ctx.nowMs });
+  }
+  if (payment !== undefined && paymentMove?.actions.includes('resubmit') === true) {
     // A wallet payment debits inline: the new attempt places its hold again once this batch is durable.
     if (payment.method === 'wallet') {
       effects.push({ afterMs: 0, cmd: { k: 'payment.submit', id: payment.id, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } });
@@ -162,10 +205,13 @@ export function retryEvents(ctx: HandlerContext, cmd: Command, txn: Transaction)
 
 // --- Transfers ---
 
+function transferMoved(transfer: Transfer, status: TransferStatus, atMs: number, providerReference?: string): WalEvent {
+  return { t: 'transfer.moved', id: transfer.id, status, atMs, ...(providerReference === undefined ? {} : { providerReference }) };
+}
+
 export function moveTransfer(transfer: Transfer, event: TransferEvent, providerReference?: string): WalEvent | null {
-  const status = nextStatus(transferMachine, transfer.status, {}, event);
-  if (status === null) return null;
-  return { t: 'transfer.moved', id: transfer.id, status: status as TransferStatus, atMs: event.atMs, ...(providerReference === undefined ? {} : { providerReference }) };
+  const step = transferStep(transfer, event);
+  return step === null ? null : transferMoved(transfer, step.target, event.atMs, providerReference);
 }
 
 /** Where a transfer's money waits: payouts in transit for a rail, partition clearing for another wallet. */
@@ -217,26 +263,41 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
 
 // --- Service orders ---
 
-export function moveOrder(order: ServiceOrder, event: OrderEvent, extra: { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number } = {}): WalEvent | null {
-  const status = nextStatus(orderMachine, order.status, {}, event);
-  if (status === null) return null;
-  return { t: 'order.moved', id: order.id, status: status as OrderStatus, atMs: event.atMs, ...extra };
+type OrderExtra = { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number };
+
+function orderMoved(order: ServiceOrder, status: OrderStatus, atMs: number, extra: OrderExtra = {}): WalEvent {
+  return { t: 'order.moved', id: order.id, status, atMs, ...extra };
 }
 
-/** Payment confirmed: the order moves to fulfilling and the purchase is dispatched to the rail. */
+export function moveOrder(order: ServiceOrder, event: OrderEvent, extra: OrderExtra = {}): WalEvent | null {
+  const step = orderStep(order, event);
+  return step === null ? null : orderMoved(order, step.target, event.atMs, extra);
+}
+
+/**
+ * `event` from the order's status, or — when the order is still pending because its collection's
+ * answer (settled, failed) came before the opened step committed — from the status payment.opened
+ * leads to, both in one record. Its awaitPayment effect is moot then: the payment has answered.
+ */
+function stepsAfterOpening(order: ServiceOrder, event: OrderEvent): { opened: Step<OrderStatus, OrderEffect> | null; step: Step<OrderStatus, OrderEffect> | null } {
+  const opened = orderStep(order, { type: 'payment.opened', atMs: event.atMs });
+  return { opened, step: orderStep(opened === null ? order : { status: opened.target }, event) };
+}
+
+/** Payment confirmed (or a controlled retry due): the order moves to fulfilling and the purchase is dispatched. */
 export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, event: 'payment.settled' | 'retry.dispatch'): { events: WalEvent[]; effects: Effect[] } | null {
   const attempt = order.dispatchAttempt + 1;
   const providerReference = `SVC-${order.id.slice(-12)}-${attempt}`;
-  // A payer quick enough to settle before the collection-opened step committed: open it in this record.
-  const opened = order.status === 'pending' && event === 'payment.settled' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
-  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: event, atMs: ctx.nowMs }, { providerReference, dispatchAttempt: attempt });
-  if (moved === null) return null;
-  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
+  const { opened, step } = event === 'payment.settled' ? stepsAfterOpening(order, { type: event, atMs: ctx.nowMs }) : { opened: null, step: orderStep(order, { type: event, atMs: ctx.nowMs }) };
+  if (step === null) return null;
+  const events: WalEvent[] = opened === null ? [] : [orderMoved(order, opened.target, ctx.nowMs)];
+  events.push(orderMoved(order, step.target, ctx.nowMs, { providerReference, dispatchAttempt: attempt }));
   const txn = ctx.state.transactions.get(order.transactionId)!;
-  if (txn.status === 'pending') events.push(moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs })!);
+  const submitted = moveTransaction(txn, { type: 'submit', atMs: ctx.nowMs });
+  if (submitted !== null) events.push(submitted);
   // No live connector serves it any more (removed since the order was taken): the purchase is not made;
   // the order waits in fulfilling for an operator (or a connector) rather than being simulated.
-  return { events, effects: effectsOf(fulfilmentCall(ctx, order, attempt, 'submit')) };
+  return { events, effects: step.actions.includes('dispatchPurchase') ? effectsOf(fulfilmentCall(ctx, order, attempt, 'submit')) : [] };
 }
 
 /**
@@ -245,21 +306,22 @@ export function dispatchEvents(ctx: HandlerContext, order: ServiceOrder, partiti
  * Null when the order is past the point of cancelling.
  */
 export function cancelOrderEvents(ctx: HandlerContext, order: ServiceOrder): WalEvent[] | null {
-  const cancelled = moveOrder(order, { type: 'cancel', atMs: ctx.nowMs });
-  if (cancelled === null) return null;
-  const events: WalEvent[] = [cancelled];
+  const step = orderStep(order, { type: 'cancel', atMs: ctx.nowMs });
+  if (step === null) return null;
+  const events: WalEvent[] = [orderMoved(order, step.target, ctx.nowMs)];
+  if (!step.actions.includes('cancelTransactions')) return events;
   const failure = { code: 'CANCELLED' as const, stage: 'client' as const, message: 'Cancelled by the client.' };
   for (const txnId of [order.transactionId, order.paymentTransactionId]) {
     const txn: Transaction = ctx.state.transactions.get(txnId)!;
     const held = txn.holdStatus === 'held' && txn.holdId !== null;
     // A wallet payment's transaction is already processing (its hold placed): it fails with CANCELLED.
-    const event: TransactionEvent = txn.status === 'processing' ? { type: 'fail', atMs: ctx.nowMs, code: 'CANCELLED' } : { type: 'cancel', atMs: ctx.nowMs };
+    const event: TransactionEvent = transactionHandles(txn, 'cancel') ? { type: 'cancel', atMs: ctx.nowMs } : { type: 'fail', atMs: ctx.nowMs, code: 'CANCELLED' };
     const moved = moveTransaction(txn, event, { failure, ...(held ? { holdStatus: 'released' as const } : {}) });
     if (held) events.push({ t: 'ledger', ops: [{ op: 'void', id: txn.holdId! }], atMs: ctx.nowMs });
     if (moved !== null) events.push(moved);
   }
   const payment = ctx.state.payments.get(order.paymentId)!;
-  const paymentMoved = movePayment(payment, { type: payment.status === 'processing' ? 'fail' : 'cancel', atMs: ctx.nowMs });
+  const paymentMoved = movePayment(payment, { type: paymentHandles(payment, 'cancel') ? 'cancel' : 'fail', atMs: ctx.nowMs });
   if (paymentMoved !== null) events.push(paymentMoved);
   events.push(...releaseUsage(ctx, ctx.state.transactions.get(order.transactionId)!));
   return events;
@@ -270,14 +332,17 @@ export function cancelOrderEvents(ctx: HandlerContext, order: ServiceOrder): Wal
  * purchase, its service transaction fails with the payment's code. Usage was given back with the payment.
  */
 export function orderPaymentFailedEvents(ctx: HandlerContext, order: ServiceOrder, failure: { code: FailureCode; message: string }): WalEvent[] {
-  // A collection that failed before the opened step committed: open the order in this same record first.
-  const opened = order.status === 'pending' ? moveOrder(order, { type: 'payment.opened', atMs: ctx.nowMs }) : null;
-  const moved = moveOrder(opened === null ? order : { ...order, status: 'awaiting_payment' }, { type: 'payment.failed', atMs: ctx.nowMs });
-  if (moved === null) return [];
+  const { opened, step } = stepsAfterOpening(order, { type: 'payment.failed', atMs: ctx.nowMs });
+  if (step === null) return [];
   const txn = ctx.state.transactions.get(order.transactionId)!;
-  const events: WalEvent[] = opened === null ? [moved] : [opened, moved];
-  const txnMoved = moveTransaction(txn, { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure: { code: failure.code, stage: 'collection', message: failure.message } });
-  if (txnMoved !== null) events.push(txnMoved);
-  events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: 'collection' } }));
+  const events: WalEvent[] = opened === null ? [] : [orderMoved(order, opened.target, ctx.nowMs)];
+  events.push(orderMoved(order, step.target, ctx.nowMs));
+  if (step.actions.includes('failServiceTransaction')) {
+    const failed = moveTransaction(txn, { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure: { code: failure.code, stage: 'collection', message: failure.message } });
+    if (failed !== null) events.push(failed);
+  }
+  if (step.actions.includes('emitFailed')) {
+    events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: 'collection' } }));
+  }
   return events;
 }

@@ -1,0 +1,85 @@
+// Each row of the spec's state tables (service order, transaction, webhook subscription) through the
+// compiled tables: the status it ends in and the effects that carry out its "also" column; and what the
+// tables have no row for is refused (a failed order is not retried; unknown is never re-purchased).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { orderTable, type OrderEvent, type OrderStatus } from '../../machines/order.machine.ts';
+import { FINAL_FAILURE_CODES, RETRYABLE_FAILURE_CODES, transactionTable, type FailureCode, type TransactionEvent, type TransactionStatus } from '../../machines/transaction.machine.ts';
+import { webhookSubscriptionTable } from '../../machines/webhook-subscription.machine.ts';
+
+const AT_MS = 1_795_000_000_000;
+const order = (from: OrderStatus, event: OrderEvent) => orderTable.step(from, {}, event);
+const txn = (from: TransactionStatus, event: TransactionEvent, failureCode: FailureCode | null = null) => transactionTable.step(from, { failureCode }, event);
+
+describe('service order table', () => {
+  const rows: Array<[OrderStatus, OrderEvent, OrderStatus, string[]]> = [
+    ['pending', { type: 'payment.opened', atMs: AT_MS }, 'awaiting_payment', ['awaitPayment']],
+    ['awaiting_payment', { type: 'payment.settled', atMs: AT_MS }, 'fulfilling', ['dispatchPurchase']],
+    ['fulfilling', { type: 'rail.delivered', atMs: AT_MS }, 'completed', ['settleFunds', 'emitCompleted']],
+    ['fulfilling', { type: 'rail.failed', atMs: AT_MS }, 'failed', ['failServiceTransaction', 'returnFunds', 'emitFailed']],
+    ['fulfilling', { type: 'rail.retry', atMs: AT_MS }, 'retry_required', ['scheduleRetry']],
+    ['fulfilling', { type: 'refund.start', atMs: AT_MS }, 'refund_pending', ['failServiceTransaction', 'startRefund', 'emitFailed']],
+    ['refund_pending', { type: 'refund.completed', atMs: AT_MS }, 'refunded', ['returnFunds']],
+    ['fulfilling', { type: 'rail.timeout', atMs: AT_MS }, 'unknown', ['requery']],
+    ['unknown', { type: 'reconcile', atMs: AT_MS, outcome: 'delivered' }, 'completed', ['settleFunds', 'emitCompleted']],
+    ['unknown', { type: 'reconcile', atMs: AT_MS, outcome: 'failed' }, 'failed', ['failServiceTransaction', 'returnFunds', 'emitFailed']],
+    ['pending', { type: 'cancel', atMs: AT_MS }, 'cancelled', ['cancelTransactions']],
+    ['awaiting_payment', { type: 'cancel', atMs: AT_MS }, 'cancelled', ['cancelTransactions']],
+  ];
+  for (const [from, event, to, effects] of rows) {
+    it(`${from} + ${event.type}${'outcome' in event ? `(${event.outcome})` : ''} → ${to}, effects ${effects.join(', ')}`, () => {
+      assert.deepEqual(order(from, event), { target: to, actions: effects });
+    });
+  }
+
+  it('failed: no row leaves it → a retry or a new dispatch is refused (the client places a new order)', () => {
+    for (const type of orderTable.eventTypes) assert.equal(orderTable.handles('failed', type), false, type);
+    assert.equal(order('failed', { type: 'retry.dispatch', atMs: AT_MS }), null);
+  });
+
+  it('unknown: never re-purchased, never refunded locally → only reconcile moves it', () => {
+    assert.deepEqual(orderTable.eventTypes.filter((type) => orderTable.handles('unknown', type)), ['reconcile']);
+  });
+
+  it('cancel after fulfilment began → refused', () => {
+    for (const from of ['fulfilling', 'unknown', 'retry_required', 'completed', 'failed'] as const) assert.equal(order(from, { type: 'cancel', atMs: AT_MS }), null, from);
+  });
+});
+
+describe('transaction table', () => {
+  it('pending + cancel → failed, any hold released', () => {
+    assert.deepEqual(txn('pending', { type: 'cancel', atMs: AT_MS }), { target: 'failed', actions: ['releaseHold', 'returnUsage'] });
+  });
+
+  it('processing + cancel → refused (409)', () => {
+    assert.equal(txn('processing', { type: 'cancel', atMs: AT_MS }), null);
+  });
+
+  for (const code of RETRYABLE_FAILURE_CODES) {
+    it(`failed(${code}) + retry → pending, a new attempt counted against the limits`, () => {
+      assert.deepEqual(txn('failed', { type: 'retry', atMs: AT_MS }, code), { target: 'pending', actions: ['countUsage'] });
+    });
+  }
+  for (const code of FINAL_FAILURE_CODES) {
+    it(`failed(${code}) + retry → refused (final)`, () => {
+      assert.equal(txn('failed', { type: 'retry', atMs: AT_MS }, code), null);
+    });
+  }
+
+  it('unknown + reconcile → completed (hold posted) or failed (hold released)', () => {
+    assert.deepEqual(txn('unknown', { type: 'reconcile', atMs: AT_MS, outcome: 'completed' }), { target: 'completed', actions: ['postHold'] });
+    assert.deepEqual(txn('unknown', { type: 'reconcile', atMs: AT_MS, outcome: 'failed' }), { target: 'failed', actions: ['releaseHold', 'returnUsage'] });
+  });
+});
+
+describe('webhook subscription table', () => {
+  it('active + delivery failure → disabled only once consecutive_failures passes the threshold', () => {
+    const failed = { type: 'delivery.failed', atMs: AT_MS, disableAfter: 10 } as const;
+    assert.equal(webhookSubscriptionTable.step('active', { consecutiveFailures: 9 }, failed)?.target, 'active');
+    assert.equal(webhookSubscriptionTable.step('active', { consecutiveFailures: 10 }, failed)?.target, 'disabled');
+  });
+
+  it('disabled + re-enabled → active, failures reset', () => {
+    assert.deepEqual(webhookSubscriptionTable.step('disabled', { consecutiveFailures: 11 }, { type: 'enable', atMs: AT_MS }), { target: 'active', actions: ['resetFailures'] });
+  });
+});
