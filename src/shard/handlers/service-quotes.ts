@@ -244,7 +244,7 @@ export function createServiceQuote(ctx: HandlerContext, cmd: Command & { k: 'squ
   // Live money is priced only at an FX connector's rate for this pair (the front end asked it), never
   // at kobo's reference rates.
   const liveRate = req.fx !== undefined && req.fx.fromCurrency === pricing.destinationCurrency && req.fx.toCurrency === pricing.sourceCurrency;
-  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) return rejected(reject('FX_QUOTE_UNAVAILABLE', `No live FX rate for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}: no FX connector covers the pair.`));
+  if (pricing.crossCurrency && isLiveOwner(cmd.owner) && !liveRate) return rejected(reject('FX_QUOTE_UNAVAILABLE', `No usable live FX rate for ${pricing.destinationCurrency} → ${pricing.sourceCurrency}: no FX connector covers the pair, or its rate was refused.`));
   const quote: ServiceQuote = {
     id: ctx.mintId(),
     owner: cmd.owner,
