@@ -297,8 +297,9 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     router,
     auth: new Authenticator(control),
     rateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitWritePerMin }),
-    // Connector callbacks: one window per connector (a bounded set), never shared with an IP's.
-    signedRateLimiter: new RateLimiter({ readPerMin: config.rateLimitCallbacksPerMin, writePerMin: config.rateLimitCallbacksPerMin }),
+    // Connector callbacks (writes, one window per connector) and the metrics token (reads, a key's read
+    // budget): senders that proved who they are, never sharing an IP's window.
+    verifiedRateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitCallbacksPerMin }),
     bodyBytesMax: config.bodyBytesMax,
     frontIdempotency: new FrontIdempotencyStore(webhookStore.db, config.idempotencyRetentionHours * 3_600_000),
     jsonPolicy: { depthMax: config.jsonDepthMax, membersMax: config.jsonMembersMax },

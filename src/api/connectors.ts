@@ -4,9 +4,9 @@
 // Invariant: only a body signed with that connector's secret and a fresh timestamp reaches a shard
 // (else 401, nothing changes); a replayed or duplicate callback is acknowledged and changes nothing.
 import Type from 'typebox';
-import { reject, type Rejection } from '../errors.ts';
+import { reject } from '../errors.ts';
 import type { RateDecision } from '../http/rate-limit.ts';
-import type { Reply, RequestContext, RouteDef, SignedRequest } from '../http/types.ts';
+import type { Reply, RequestContext, RouteDef, SenderProof, SenderRefusal } from '../http/types.ts';
 import { answerOf } from '../connectors/client.ts';
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { signatureProblem } from '../connectors/signing.ts';
@@ -32,18 +32,18 @@ async function observed(connectors: ReadonlyMap<string, ConnectorConfig>, ctx: R
  * the path must exist and have signed this body with a fresh timestamp; then the callback is charged to
  * that connector's own budget. A refusal (404, 401) is charged to the source IP by the front end.
  */
-function verifyCallback(connectors: ReadonlyMap<string, ConnectorConfig>, request: SignedRequest, observe: CallbackObserver): RateDecision | Rejection {
-  const connector = connectors.get(request.params.name ?? '');
+function verifyCallback(connectors: ReadonlyMap<string, ConnectorConfig>, proof: SenderProof, observe: CallbackObserver): RateDecision | SenderRefusal {
+  const connector = connectors.get(proof.params.name ?? '');
   if (connector === undefined) {
     observe('unknown', 'rejected');
-    return reject('NOT_FOUND', 'No such connector.');
+    return { rejection: reject('NOT_FOUND', 'No such connector.') };
   }
-  const problem = signatureProblem(connector.secret, request.signature.timestamp || undefined, request.signature.signature || undefined, request.rawBody.toString('utf8'));
+  const problem = signatureProblem(connector.secret, proof.signature.timestamp || undefined, proof.signature.signature || undefined, proof.rawBody.toString('utf8'));
   if (problem !== null) {
     observe(connector.name, 'rejected');
-    return reject('UNAUTHENTICATED', `Callback refused: ${problem}.`);
+    return { rejection: reject('UNAUTHENTICATED', `Callback refused: ${problem}.`), headers: { 'WWW-Authenticate': 'Kobo-Signature' } };
   }
-  const rate = request.charge(`connector:${connector.name}`);
+  const rate = proof.charge(`connector:${connector.name}`);
   if (!rate.allowed) observe(connector.name, 'rejected');
   return rate;
 }
@@ -89,7 +89,7 @@ export function connectorRoutes(deps: ApiDeps, connectors: readonly ConnectorCon
       summary: 'A connector reports a live rail outcome (signed with its secret; see docs/connectors.md)',
       auth: 'public',
       family: 'connectors',
-      signedBy: (request) => verifyCallback(byName, request, observe),
+      verifiedBudget: (proof) => verifyCallback(byName, proof, observe),
       response: CallbackAck,
       errors: ['VALIDATION', 'UNAUTHENTICATED', 'NOT_FOUND'],
       handle: (ctx) => observed(byName, ctx, observe, callback(deps, byName, ctx)),

@@ -22,8 +22,11 @@ export interface ServerDeps {
   router: Router;
   auth: Authenticator;
   rateLimiter: RateLimiter;
-  /** Budgets of senders that sign their requests (connector callbacks), apart from keys and IPs; the main limiter when absent. */
-  signedRateLimiter?: RateLimiter;
+  /**
+   * Budgets of public senders that prove who they are (connector callbacks, writes; the metrics token,
+   * reads), apart from keys and IPs; the main limiter when absent.
+   */
+  verifiedRateLimiter?: RateLimiter;
   bodyBytesMax: number;
   /** A reply the client is not reading may wait in memory up to this size; beyond, the connection closes. */
   responseBufferedBytesMax: number;
@@ -232,18 +235,17 @@ export class HttpServer {
   }
 
   /**
-   * The rate decision of a public route: a signed sender's own budget once its signature verifies (the
+   * The rate decision of a public route: a sender's own budget once it has proved who it is (its
    * refusal, charged to the IP, otherwise); any other public request's source IP.
    */
   private publicRate(route: CompiledRoute, incoming: Incoming, params: Record<string, string>, rawBody: Buffer, wallMs: number): { rate: RateDecision } | Outcome {
     const write = route.method !== 'GET';
-    if (route.signedBy === undefined) return { rate: this.deps.rateLimiter.take(ipSubject(this.ipOf(incoming)), write, wallMs) };
-    const limiter = this.deps.signedRateLimiter ?? this.deps.rateLimiter;
-    const verified = route.signedBy({ params, rawBody, signature: incoming.signature, charge: (budget) => limiter.take(budget, write, wallMs) });
-    if ('code' in verified) {
-      const headers = verified.code === 'UNAUTHENTICATED' ? { 'WWW-Authenticate': 'Kobo-Signature' } : undefined;
-      return this.refusedSender(incoming, this.errorReply(verified, headers), write, wallMs);
-    }
+    const limiter = this.deps.verifiedRateLimiter ?? this.deps.rateLimiter;
+    const verified = route.verifiedBudget === undefined
+      ? null
+      : route.verifiedBudget({ params, rawBody, signature: incoming.signature, authorization: incoming.authorization, charge: (budget) => limiter.take(budget, write, wallMs) });
+    if (verified === null) return { rate: this.deps.rateLimiter.take(ipSubject(this.ipOf(incoming)), write, wallMs) };
+    if ('rejection' in verified) return this.refusedSender(incoming, this.errorReply(verified.rejection, verified.headers), write, wallMs);
     return { rate: verified };
   }
 

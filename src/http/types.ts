@@ -42,13 +42,20 @@ export interface RequestContext {
   viewerEnv?: 'test' | 'live';
 }
 
-/** What a public route that proves its sender by signature (connector callbacks) checks before anything else. */
-export interface SignedRequest {
+/** What a public route whose sender proves who it is (a connector's signature, the metrics token) checks first. */
+export interface SenderProof {
   params: Record<string, string>;
   rawBody: Buffer;
   signature: { timestamp: string; signature: string };
-  /** Charges a verified sender's own budget (apart from keys and IPs) and says whether it allows the request. */
+  authorization: string;
+  /** Charges a proven sender's own budget (apart from keys and IPs) and says whether it allows the request. */
   charge: (budget: string) => RateDecision;
+}
+
+/** A sender that did not prove itself: the answer (401, 404), charged to its source IP as a failed key is. */
+export interface SenderRefusal {
+  rejection: Rejection;
+  headers?: Record<string, string>;
 }
 
 export interface RouteDef {
@@ -57,11 +64,11 @@ export interface RouteDef {
   summary: string;
   auth: 'public' | 'key';
   /**
-   * Public routes whose sender signs its requests: checks the signature, then charges the sender's own
-   * budget (apart from every IP's) and answers its decision; or says why the request is refused (then
-   * charged to its source IP, as a failed key is).
+   * Public routes whose sender proves who it is: checks the proof, then charges the sender's own budget
+   * (apart from every IP's) and answers its decision; or refuses (then charged to the source IP, as a
+   * failed key is). Null: nothing to prove here (the request is charged to its IP like any public one).
    */
-  signedBy?: (request: SignedRequest) => RateDecision | Rejection;
+  verifiedBudget?: (proof: SenderProof) => RateDecision | SenderRefusal | null;
   /** Scope family checked against the key's scopes (e.g. `payments`). */
   family: string;
   /** Money-moving POST: needs an Idempotency-Key; the first result is stored and replayed. */

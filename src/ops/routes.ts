@@ -7,6 +7,8 @@ import { reject, statusOf } from '../errors.ts';
 import type { Reply, RouteDef } from '../http/types.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 
+const METRICS_UNAUTHENTICATED = reject('UNAUTHENTICATED', 'Send Authorization: Bearer <KOBO_METRICS_TOKEN>.');
+
 /** A shard that does not answer a ping in this long is not ready. */
 export const READY_PING_MS = 1_000;
 
@@ -59,9 +61,15 @@ export function opsRoutes(deps: OpsDeps): RouteDef[] {
       summary: 'Prometheus metrics (text exposition format)',
       auth: 'public',
       family: 'ops',
+      // With a token, a scraper that sends it has a budget of its own (a key's reads), so unauthenticated
+      // traffic from its address cannot blind monitoring; a wrong token is charged to the address.
+      verifiedBudget: (proof) => {
+        if (deps.metricsToken === '') return null;
+        return tokenMatches(proof.authorization, deps.metricsToken) ? proof.charge('metrics') : { rejection: METRICS_UNAUTHENTICATED, headers: { 'WWW-Authenticate': 'Bearer realm="kobo-metrics"' } };
+      },
       handle: async (ctx): Promise<Reply> => {
         if (deps.metricsToken !== '' && !tokenMatches(ctx.authorization, deps.metricsToken)) {
-          return { status: 401, error: { code: 'UNAUTHENTICATED', message: 'Send Authorization: Bearer <KOBO_METRICS_TOKEN>.' }, headers: { 'WWW-Authenticate': 'Bearer realm="kobo-metrics"' } };
+          return { status: 401, error: { code: 'UNAUTHENTICATED', message: METRICS_UNAUTHENTICATED.message }, headers: { 'WWW-Authenticate': 'Bearer realm="kobo-metrics"' } };
         }
         return { status: 200, json: await deps.metrics.text(), headers: { 'Content-Type': deps.metrics.contentType } };
       },

@@ -143,3 +143,20 @@ test('KOBO_METRICS_TOKEN: /metrics needs the bearer token; /healthz stays open',
     await guarded.stop();
   }
 });
+
+test('KOBO_METRICS_TOKEN: the scraper has its own budget, so public requests from its address cannot blind it; a wrong token is charged to the address', { timeout: 60_000 }, async () => {
+  const guarded = await startServer({ shards: 1, env: { KOBO_METRICS_TOKEN: 'scrape-secret-2', KOBO_RATE_LIMIT_READ_PER_MIN: '5' } });
+  try {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i += 1) statuses.push((await fetch(`${guarded.baseUrl}/v1/countries`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429], 'the address has spent its reads');
+    for (let i = 0; i < 3; i += 1) {
+      const scraped = await fetch(`${guarded.baseUrl}/metrics`, { headers: { authorization: 'Bearer scrape-secret-2' } });
+      assert.equal(scraped.status, 200, await scraped.text());
+      assert.equal(scraped.headers.get('x-ratelimit-remaining'), String(4 - i), 'charged to the scraper\'s own budget');
+    }
+    assert.equal((await fetch(`${guarded.baseUrl}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status, 429, 'a wrong token spends the address\'s budget');
+  } finally {
+    await guarded.stop();
+  }
+});
