@@ -14,7 +14,8 @@ import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
 const SERVER_CORE = 0;
 const CLIENT_CORE = 1;
-const CONNECTIONS = 64;
+/** `--connections N`: 64 by default (latency); issue #22 measures the durable POST's throughput at 256. */
+const CONNECTIONS = Number(flag('connections', '64'));
 const CUSTOMERS = 16;
 const PAYMENT_MINOR = 100;
 const FUNDING_MINOR = 500_000_000;
@@ -317,7 +318,7 @@ const SAME_BYTES_SCENARIO = 'GET, catalogue-sized reply';
  * this host, to read kobo's ratio against.
  */
 async function benchFloors(runs: Run[], dir: string): Promise<void> {
-  for (const mode of ['sqlite', 'file', 'echo'] as const) {
+  for (const mode of ['batchrow', 'sqlite', 'file', 'echo'] as const) {
     let server: Pinned | undefined;
     try {
       server = await startPinned({ core: SERVER_CORE, command: process.execPath, args: ['--import', 'tsx', path.join(ROOT, 'bench', 'floor-uws.ts'), mode], env: process.env, cwd: ROOT, ready: READY });
@@ -330,7 +331,7 @@ async function benchFloors(runs: Run[], dir: string): Promise<void> {
   }
 }
 
-const FLOOR_SCENARIO = { sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
+const FLOOR_SCENARIO = { batchrow: 'durable floor: log v2, one sqlite row a batch', sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
 
 async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
@@ -339,12 +340,12 @@ async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
     PORT: '0',
     HOST: '127.0.0.1',
     KOBO_DATA_DIR: dataDir,
-    KOBO_SHARDS: '1',
     KOBO_API_KEYS: secret,
     KOBO_RATE_LIMIT_READ_PER_MIN: '1000000000',
     KOBO_RATE_LIMIT_WRITE_PER_MIN: '1000000000',
-    // warn: no per-request log line (pino, ~3-18 µs each, see RESULTS "Operations"); the bench measures the API.
-    KOBO_LOG_LEVEL: 'warn',
+    // `npm start`'s defaults (log level info, shards = the CPUs the server may use: one, pinned), only
+    // the rate budget raised. `--log-level warn` measures without the request log.
+    ...(flag('log-level', '') === '' ? {} : { KOBO_LOG_LEVEL: flag('log-level', '') }),
     ...(SNAPSHOTS === 'off' ? { KOBO_SNAPSHOT_EVERY_RECORDS: '0', KOBO_SNAPSHOT_INTERVAL_MS: '0' } : {}),
   };
   let server: Pinned | undefined;

@@ -310,7 +310,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     wantsIp: () => logging?.logger.isLevelEnabled('info') === true,
     onResponse: (done) => {
       metrics.request(done.method, done.route, done.status, done.durationMs / 1000);
-      if (logging?.logger.isLevelEnabled('info') === true) logging.logger.info({ req_id: done.requestId, method: done.method, route: done.route || null, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip }, 'request');
+      logging?.request({ reqId: done.requestId, method: done.method, route: done.route, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip });
     },
   });
   const stopActions = applyOperatorActions(control, pool, log);

@@ -2,6 +2,7 @@
 // at debug. Main thread. `log(message, fields?)` keeps the plain call-site shape the code already uses.
 // Invariant: stacks go to this server-side log only; clients see a request id, never a stack.
 import { pino, type Logger } from 'pino';
+import { LogWriter } from './log-writer.ts';
 import type { Config } from '../config.ts';
 
 export type LogFields = Record<string, unknown>;
@@ -17,12 +18,48 @@ export interface Logging {
   error: (message: string, error: unknown, fields?: LogFields) => void;
   /** The reason the process stops: at level fatal, so every level but silent writes it. */
   fatal: Log;
+  /** The request log's line for one answered request (level info; nothing below it). */
+  request: (fields: RequestLine) => void;
   /** Writes what is buffered (before process.exit). */
   flush: () => void;
 }
 
+export interface RequestLine {
+  reqId: string;
+  method: string;
+  route: string;
+  path: string;
+  status: number;
+  ms: number;
+  ip: string;
+}
+
+/**
+ * Every line goes through one LogWriter, which writes in 64 KiB chunks and at least every LOG_FLUSH_MS;
+ * warnings, errors, fatal and start/stop lines start a write at once. The request log cost ~17 µs of a
+ * durable POST's 125 µs at 256 connections through pino's object serialiser and destination. A kill -9
+ * can lose the last LOG_FLUSH_MS of info lines, never one that started a write.
+ */
+const LOG_FLUSH_MS = 200;
+
+/** Characters a JSON string may hold as they are (no quote, backslash or control character). */
+const JSON_PLAIN = /^[\w .:/@+=,;~!*'()$&?%[\]{}^`|<>#-]*$/;
+
+/** A JSON string literal: most values (ids, methods, routes, paths, addresses) need no escaping at all. */
+function quoted(value: string): string {
+  return JSON_PLAIN.test(value) ? `"${value}"` : JSON.stringify(value);
+}
+
 export function createLogging(level: Config['logLevel']): Logging {
-  const destination = pino.destination({ dest: 1, sync: false });
+  const destination = new LogWriter(1, LOG_FLUSH_MS);
+  const handOver = (): void => destination.flush();
+  // The request line is written by hand in pino's shape (level, time, pid, name, fields, msg): building
+  // it through pino's object serialiser cost more than the rest of the line's work.
+  const head = `{"level":"info","time":"`;
+  const base = `","pid":${process.pid},"name":"kobo","req_id":`;
+  /** The line's time, formatted once per millisecond. */
+  let isoAtMs = 0;
+  let iso = '';
   const logger = pino(
     {
       level,
@@ -33,20 +70,39 @@ export function createLogging(level: Config['logLevel']): Logging {
     destination,
   );
   const lifecycle = logger.child({}, { level: level === 'silent' ? 'silent' : 'info' });
+  const infoOn = logger.isLevelEnabled('info');
   return {
     logger,
     info: (message, fields) => logger.info(fields ?? {}, message),
-    lifecycle: (message, fields) => lifecycle.info(fields ?? {}, message),
-    debug: (message, fields) => logger.debug(fields ?? {}, message),
-    warn: (message, fields) => logger.warn(fields ?? {}, message),
-    error: (message, error, fields) => logger.error({ ...fields, err: error }, message),
-    fatal: (message, fields) => logger.fatal(fields ?? {}, message),
-    flush: () => {
-      try {
-        destination.flushSync();
-      } catch {
-        // Not yet open or already closed: nothing buffered to lose.
-      }
+    lifecycle: (message, fields) => {
+      lifecycle.info(fields ?? {}, message);
+      handOver();
     },
+    debug: (message, fields) => logger.debug(fields ?? {}, message),
+    warn: (message, fields) => {
+      logger.warn(fields ?? {}, message);
+      handOver();
+    },
+    error: (message, error, fields) => {
+      logger.error({ ...fields, err: error }, message);
+      handOver();
+    },
+    fatal: (message, fields) => {
+      logger.fatal(fields ?? {}, message);
+      handOver();
+    },
+    request: (r) => {
+      if (!infoOn) return;
+      const nowMs = Date.now();
+      if (nowMs !== isoAtMs) {
+        isoAtMs = nowMs;
+        iso = new Date(nowMs).toISOString();
+      }
+      destination.write(
+        `${head}${iso}${base}${quoted(r.reqId)},"method":${quoted(r.method)},"route":${r.route === '' ? 'null' : quoted(r.route)},` +
+          `"path":${quoted(r.path)},"status":${r.status},"ms":${r.ms},"ip":${quoted(r.ip)},"msg":"request"}\n`,
+      );
+    },
+    flush: () => destination.flushSync(),
   };
 }
