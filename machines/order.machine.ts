@@ -1,7 +1,8 @@
 // The service order lifecycle: all 12 states of the spec's table, with provider funding failure and
 // manual fulfilment. Pure; runs inside a shard worker; time arrives in events.
-// Invariant: `unknown` is never re-purchased: it leaves only by reconciliation; refunds go through
-// refund_pending; cancellation is possible only before fulfilment.
+// Invariant: `unknown` is never re-purchased: it leaves only by reconciliation; a definite failure ends
+// `failed` (money collected is refunded beside the status); refund_pending → refunded is the funding
+// failure's path; cancellation is possible only before fulfilment.
 import { setup } from 'xstate';
 
 export const ORDER_STATUSES = [
@@ -63,7 +64,7 @@ export const orderMachine = setup({
     retry_required: { on: { 'retry.dispatch': 'fulfilling' } },
     unknown: { on: { reconcile: [{ target: 'completed', guard: 'delivered' }, { target: 'failed' }] } },
     provider_funding_failure: { on: { 'refund.start': 'refund_pending' } },
-    manual_fulfilment: { on: { 'operator.resolve': [{ target: 'completed', guard: 'delivered' }, { target: 'refund_pending' }] } },
+    manual_fulfilment: { on: { 'operator.resolve': [{ target: 'completed', guard: 'delivered' }, { target: 'failed' }] } },
     refund_pending: { on: { 'refund.completed': 'refunded' } },
     completed: { type: 'final' },
     failed: { type: 'final' },

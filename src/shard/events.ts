@@ -19,6 +19,7 @@ import type {
   ExchangeQuote,
   Failure,
   HoldStatus,
+  OrderRefund,
   IdempotencyRecord,
   PartitionState,
   Payment,
@@ -68,6 +69,11 @@ export type WalEvent =
       fulfillmentSnapshot?: Record<string, unknown>;
       dispatchAttempt?: number;
     }
+  /**
+   * A refund of one of the order's collections opened or completed: recorded on the order (by its
+   * payment transaction) and on that transaction; the order's status is not touched.
+   */
+  | { t: 'order.refund'; id: string; refund: OrderRefund; atMs: number }
   | { t: 'outbox.handed'; ids: string[] }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
@@ -247,6 +253,20 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       if (event.providerReference !== undefined) order.providerReference = event.providerReference;
       if (event.fulfillmentSnapshot !== undefined) order.fulfillmentSnapshot = event.fulfillmentSnapshot;
       if (event.dispatchAttempt !== undefined) order.dispatchAttempt = event.dispatchAttempt;
+      return;
+    }
+    case 'order.refund': {
+      const order = state.orders.mutable(event.id);
+      const txn = state.transactions.mutable(event.refund.paymentTransactionId);
+      assert(order !== undefined && txn !== undefined, 'apply: refund of a missing order or collection');
+      const { paymentId: _payment, paymentTransactionId: _txn, ...refund } = event.refund;
+      // One refund per collection, in the order they were opened: a completion replaces its opening.
+      const refunds = order.refunds ?? [];
+      const at = refunds.findIndex((r) => r.paymentTransactionId === event.refund.paymentTransactionId);
+      order.refunds = at < 0 ? [...refunds, { ...event.refund }] : refunds.map((r, i) => (i === at ? { ...event.refund } : r));
+      order.updatedAtMs = event.atMs;
+      txn.refund = refund;
+      txn.updatedAtMs = event.atMs;
       return;
     }
     case 'outbox.handed':

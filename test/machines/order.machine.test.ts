@@ -46,7 +46,7 @@ const TABLE: Array<[OrderStatus, keyof typeof events, OrderStatus]> = [
   ['unknown', 'reconcileFailed', 'failed'],
   ['provider_funding_failure', 'refundStart', 'refund_pending'],
   ['manual_fulfilment', 'resolveDelivered', 'completed'],
-  ['manual_fulfilment', 'resolveFailed', 'refund_pending'],
+  ['manual_fulfilment', 'resolveFailed', 'failed'],
   ['refund_pending', 'refundDone', 'refunded'],
 ];
 

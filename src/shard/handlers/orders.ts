@@ -43,6 +43,17 @@ export function orderView(o: ServiceOrder): object {
     quote_id: o.quoteId,
     fulfillment_snapshot: o.fulfillmentSnapshot,
     pricing_snapshot: o.pricingSnapshot,
+    // Money collected and returned to the payer because the purchase failed, one per collection; the
+    // status stays what the purchase came to (failed).
+    refunds: (o.refunds ?? []).map((r) => ({
+      payment_id: r.paymentId,
+      payment_transaction_id: r.paymentTransactionId,
+      amount_minor: r.amountMinor,
+      currency: r.currency,
+      status: r.status,
+      created_at: iso(r.createdAtMs),
+      completed_at: r.completedAtMs === null ? null : iso(r.completedAtMs),
+    })),
     metadata: o.metadata,
     customer_id: o.customerId,
     status_history: (o.history ?? []).map((h) => ({ status: h.status, at: iso(h.atMs) })),
