@@ -33,6 +33,8 @@ export type OrderEvent =
   | { type: 'rail.funding_failed'; atMs: number }
   | { type: 'rail.manual'; atMs: number }
   | { type: 'retry.dispatch'; atMs: number }
+  /** A failed transaction of the order retried by the client (POST /v1/transactions/{id}/retry). */
+  | { type: 'transaction.retry'; atMs: number }
   | { type: 'reconcile'; atMs: number; outcome: 'delivered' | 'failed' }
   | { type: 'operator.resolve'; atMs: number; outcome: 'delivered' | 'failed' }
   | { type: 'refund.start'; atMs: number }
@@ -67,7 +69,9 @@ export const orderMachine = setup({
     manual_fulfilment: { on: { 'operator.resolve': [{ target: 'completed', guard: 'delivered' }, { target: 'failed' }] } },
     refund_pending: { on: { 'refund.completed': 'refunded' } },
     completed: { type: 'final' },
-    failed: { type: 'final' },
+    // An outcome, not a terminal state (the spec: "completed/failed as outcomes"): a failed transaction
+    // with a retryable code is retried, and the order waits for its payment again.
+    failed: { on: { 'transaction.retry': 'awaiting_payment' } },
     refunded: { type: 'final' },
     cancelled: { type: 'final' },
   },

@@ -68,6 +68,9 @@ export type WalEvent =
       providerReference?: string;
       fulfillmentSnapshot?: Record<string, unknown>;
       dispatchAttempt?: number;
+      /** A retried order paying through a new collection (the last one's money went back to the payer). */
+      paymentId?: string;
+      paymentTransactionId?: string;
     }
   /**
    * A refund of one of the order's collections opened or completed: recorded on the order (by its
@@ -253,6 +256,8 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       if (event.providerReference !== undefined) order.providerReference = event.providerReference;
       if (event.fulfillmentSnapshot !== undefined) order.fulfillmentSnapshot = event.fulfillmentSnapshot;
       if (event.dispatchAttempt !== undefined) order.dispatchAttempt = event.dispatchAttempt;
+      if (event.paymentId !== undefined) order.paymentId = event.paymentId;
+      if (event.paymentTransactionId !== undefined) order.paymentTransactionId = event.paymentTransactionId;
       return;
     }
     case 'order.refund': {

@@ -93,13 +93,22 @@ export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   }
 }
 
-/** A wallet-paid order's funds are confirmed (held): dispatch. */
+/**
+ * A wallet-paid order's funds are confirmed (held): dispatch. A retried order's payment, pending with
+ * its hold placed by the retry, is submitted here, as a new order's is at creation.
+ */
 export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' }): Outcome {
   const order = orderOf(ctx, cmd.id);
   if (order === undefined || order.status !== 'awaiting_payment') return stale('order is not awaiting payment');
   const dispatched = dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
   assert(dispatched !== null, 'fulfilment: awaiting_payment accepts payment.settled');
-  return { events: dispatched.events, reply: done, effects: dispatched.effects };
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const paymentTxn = ctx.state.transactions.get(order.paymentTransactionId)!;
+  const submitted: WalEvent[] = [];
+  if (payment.method === 'wallet' && paymentTxn.status === 'pending' && paymentTxn.holdStatus === 'held') {
+    submitted.push(moveTransaction(paymentTxn, { type: 'submit', atMs: ctx.nowMs })!, movePayment(payment, { type: 'submit', atMs: ctx.nowMs })!);
+  }
+  return { events: [...submitted, ...dispatched.events], reply: done, effects: dispatched.effects };
 }
 
 /** Delivered: snapshot in, service transaction completed, funds posted (wallet hold) and the fee taken. */
@@ -138,12 +147,12 @@ function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.de
  * fulfilment, PROVIDER_ERROR: retryable), with the money given back in the same record: a wallet hold
  * is released; money collected by card or bank transfer is refunded to the payer, the refund tracked
  * on the order beside its status. A funding failure is the exception, as the spec's table has it:
- * provider_funding_failure → refund_pending → refunded.
+ * provider_funding_failure → refund_pending → refunded, with a final code (the order is terminal).
  */
 function failedEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, via: 'rail.failed' | 'reconcile' | 'rail.funding_failed' | 'operator.resolve', message: string): { events: WalEvent[]; effects: Effect[] } {
   const txn = ctx.state.transactions.get(order.transactionId)!;
   const funding = via === 'rail.funding_failed';
-  const failure = { code: 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message };
+  const failure = { code: funding ? 'PROVIDER_FUNDING_FAILURE' as const : 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message };
   const events: WalEvent[] = [];
   const effects: Effect[] = [];
   const moved = via === 'rail.funding_failed' || via === 'rail.failed' ? moveOrder(order, { type: via, atMs: ctx.nowMs }) : moveOrder(order, { type: via, atMs: ctx.nowMs, outcome: 'failed' });
@@ -189,7 +198,7 @@ function operatorSnapshot(ctx: HandlerContext, order: ServiceOrder): Record<stri
 
 /**
  * Voids a wallet-paid order's hold: the customer's money was never taken. The payment's transaction
- * fails with the purchase's code.
+ * fails with the purchase's code (retryable after a failure, final after a funding failure).
  */
 function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder, code: FailureCode): WalEvent[] {
   const payment = ctx.state.payments.get(order.paymentId)!;

@@ -122,8 +122,8 @@ export function failEvents(
 /**
  * A new attempt of a failed transaction (same id, attempt + 1): a transfer holds its funds again and is
  * resubmitted; a wallet payment places its hold again; a live collection asks its connector again under
- * the new attempt's reference, with a new page for the payer. Transactions of a service order are never
- * retried (the client places a new order).
+ * the new attempt's reference, with a new page for the payer. A service order's transactions are
+ * retried through the order (order-payments.ts).
  */
 export function retryEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
   if (txn.transferId !== null && txn.status === 'failed' && isRetryable(txn.failure?.code ?? null)) return retryTransferEvents(ctx, cmd, txn);
@@ -217,7 +217,11 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
 
 // --- Service orders ---
 
-export function moveOrder(order: ServiceOrder, event: OrderEvent, extra: { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number } = {}): WalEvent | null {
+export function moveOrder(
+  order: ServiceOrder,
+  event: OrderEvent,
+  extra: { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number; paymentId?: string; paymentTransactionId?: string } = {},
+): WalEvent | null {
   const status = nextStatus(orderMachine, order.status, {}, event);
   if (status === null) return null;
   return { t: 'order.moved', id: order.id, status: status as OrderStatus, atMs: event.atMs, ...extra };
