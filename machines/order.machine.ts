@@ -1,9 +1,10 @@
 // The service order lifecycle: all 12 states of the spec's table, with provider funding failure and
 // manual fulfilment. Pure; runs inside a shard worker; time arrives in events. Guards decide; actions
 // name the effects the shard performs. Invariant: `unknown` is never re-purchased: it leaves only by
-// reconciliation; refunds go through refund_pending; cancellation is possible only before fulfilment;
-// completed, failed, refunded and cancelled accept nothing (a failed order is not retried: the spec's
-// table has no row out of failed, so the client places a new order).
+// reconciliation; a definite failure ends `failed` (money released or refunded beside the status);
+// refund_pending → refunded is the funding failure's path; cancellation is possible only before
+// fulfilment; completed, refunded and cancelled accept nothing, and failed only a retry of its
+// transaction (the spec: "completed/failed as outcomes").
 import { setup } from 'xstate';
 import { compileMachine, effectActions } from './step.ts';
 
@@ -35,6 +36,8 @@ export type OrderEvent =
   | { type: 'rail.funding_failed'; atMs: number }
   | { type: 'rail.manual'; atMs: number }
   | { type: 'retry.dispatch'; atMs: number }
+  /** A failed transaction of the order retried by the client (POST /v1/transactions/{id}/retry). */
+  | { type: 'transaction.retry'; atMs: number }
   | { type: 'reconcile'; atMs: number; outcome: 'delivered' | 'failed' }
   | { type: 'operator.resolve'; atMs: number; outcome: 'delivered' | 'failed' }
   | { type: 'refund.start'; atMs: number }
@@ -45,8 +48,16 @@ export type OrderEvent =
  * dispatchPurchase sends the purchase to the fulfilment rail (provider_reference set); cancelTransactions
  * fails both transactions with CANCELLED (a hold released); failServiceTransaction fails the service
  * transaction; settleFunds fills the fulfillment_snapshot, posts the funds and takes the fee;
- * returnFunds releases a wallet hold or refunds collected money; startRefund schedules the refund;
- * scheduleRetry schedules the controlled retry; requery asks the rail again later (never re-purchases);
+ * releaseOrRefund gives the money back beside the status (the order stays failed): a wallet hold
+ * released in the same record, money collected by card or bank transfer refunded (the refund recorded
+ * pending on the order and its collection's transaction, completed after the rail latency);
+ * openRefund records the refund of a collection, pending, on the order and its collection's
+ * transaction; startRefund schedules the refund path's next step; returnFunds gives the customer's money
+ * back (a wallet hold released, a collection's refund completed); scheduleRetry schedules the controlled
+ * retry; requery asks the rail again later (never re-purchases); countUsage charges a retried order
+ * against the day's limits (checked first); payAgain pays a retried order again the way it was first
+ * paid (a wallet hold placed again, a failed collection re-opened, a refunded one replaced by a new
+ * collection); retryServiceTransaction puts the service transaction back to pending as its next attempt;
  * emitCompleted and emitFailed write service_order.completed and service_order.failed.
  */
 export const ORDER_EFFECTS = [
@@ -55,10 +66,15 @@ export const ORDER_EFFECTS = [
   'cancelTransactions',
   'failServiceTransaction',
   'settleFunds',
-  'returnFunds',
+  'releaseOrRefund',
+  'openRefund',
   'startRefund',
+  'returnFunds',
   'scheduleRetry',
   'requery',
+  'countUsage',
+  'payAgain',
+  'retryServiceTransaction',
   'emitCompleted',
   'emitFailed',
 ] as const;
@@ -68,7 +84,9 @@ const delivered = ({ event }: { event: OrderEvent }): boolean =>
   (event.type === 'reconcile' || event.type === 'operator.resolve') && event.outcome === 'delivered';
 
 const COMPLETE = ['settleFunds', 'emitCompleted'] as const;
-const FAIL = ['failServiceTransaction', 'returnFunds', 'emitFailed'] as const;
+/** A definite failure: the order ends failed, its money released or refunded beside the status. */
+const FAIL = ['failServiceTransaction', 'releaseOrRefund', 'emitFailed'] as const;
+/** The funding failure: the transactions fail (final) and the refund path opens. */
 const FAIL_THEN_REFUND = ['failServiceTransaction', 'startRefund', 'emitFailed'] as const;
 
 export const orderMachine = setup({
@@ -101,7 +119,8 @@ export const orderMachine = setup({
         'rail.retry': { target: 'retry_required', actions: 'scheduleRetry' },
         'rail.funding_failed': { target: 'provider_funding_failure', actions: FAIL_THEN_REFUND },
         'rail.manual': 'manual_fulfilment',
-        'refund.start': { target: 'refund_pending', actions: FAIL_THEN_REFUND },
+        // The spec's "refund begins" row; no rail answer takes it (a definite failure ends failed).
+        'refund.start': { target: 'refund_pending', actions: ['failServiceTransaction', 'openRefund', 'startRefund', 'emitFailed'] },
       },
     },
     retry_required: { on: { 'retry.dispatch': { target: 'fulfilling', actions: 'dispatchPurchase' } } },
@@ -115,19 +134,22 @@ export const orderMachine = setup({
       },
     },
     // Paid, but the rail could not fund the purchase: the refund path opens.
-    provider_funding_failure: { on: { 'refund.start': { target: 'refund_pending', actions: 'startRefund' } } },
-    // Held for an authorized operator, who resolves it delivered or failed (refunded).
+    provider_funding_failure: { on: { 'refund.start': { target: 'refund_pending', actions: ['openRefund', 'startRefund'] } } },
+    // Held for an authorized operator, who resolves it delivered or failed (money released or refunded).
     manual_fulfilment: {
       on: {
         'operator.resolve': [
           { target: 'completed', guard: 'delivered', actions: COMPLETE },
-          { target: 'refund_pending', actions: FAIL_THEN_REFUND },
+          { target: 'failed', actions: FAIL },
         ],
       },
     },
     refund_pending: { on: { 'refund.completed': { target: 'refunded', actions: 'returnFunds' } } },
     completed: { type: 'final' },
-    failed: { type: 'final' },
+    // An outcome, not a terminal state (the spec: "completed/failed as outcomes"): a failed transaction
+    // of the order with a retryable code is retried (the transaction machine's guard decides), and the
+    // order waits for its payment again: limits charged, paid again, the service transaction pending.
+    failed: { on: { 'transaction.retry': { target: 'awaiting_payment', actions: ['countUsage', 'payAgain', 'retryServiceTransaction'] } } },
     refunded: { type: 'final' },
     cancelled: { type: 'final' },
   },

@@ -9,8 +9,12 @@ export const TRANSACTION_STATUSES = ['pending', 'processing', 'completed', 'fail
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
 
 export const RETRYABLE_FAILURE_CODES = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED'] as const;
-/** EXPIRED: a sandbox collection the payer never paid before its instructions or page expired. */
-export const FINAL_FAILURE_CODES = ['COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'CANCELLED', 'EXPIRED'] as const;
+/**
+ * EXPIRED: a sandbox collection the payer never paid before its instructions or page expired.
+ * PROVIDER_FUNDING_FAILURE: the fulfilment rail could not fund a paid purchase; the order is refunded
+ * (terminal), so its transactions are not retried: the client places a new order.
+ */
+export const FINAL_FAILURE_CODES = ['COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED', 'CANCELLED', 'EXPIRED', 'PROVIDER_FUNDING_FAILURE'] as const;
 export type FailureCode = (typeof RETRYABLE_FAILURE_CODES)[number] | (typeof FINAL_FAILURE_CODES)[number];
 
 export interface TransactionContext {

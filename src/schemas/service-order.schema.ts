@@ -67,6 +67,17 @@ export const ServiceQuote = Type.Object({
   expires_at: Timestamp,
 }, { additionalProperties: true });
 
+/** Money collected for the order and returned to the payer because the purchase failed (one per collection). */
+const OrderRefund = Type.Object({
+  payment_id: Ulid,
+  payment_transaction_id: Ulid,
+  amount_minor: Type.Integer(),
+  currency: CurrencyCode,
+  status: Type.Union([Type.Literal('pending'), Type.Literal('completed')]),
+  created_at: Timestamp,
+  completed_at: Nullable(Timestamp),
+});
+
 export const ServiceOrder = Type.Object({
   id: Ulid,
   transaction_id: Ulid,
@@ -86,6 +97,7 @@ export const ServiceOrder = Type.Object({
   quote_id: Nullable(Ulid),
   fulfillment_snapshot: Nullable(Type.Object({}, { additionalProperties: true })),
   pricing_snapshot: Type.Object({}, { additionalProperties: true }),
+  refunds: Type.Array(OrderRefund, { description: 'refunds of collected money; the status stays failed while and after they run' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 }, { additionalProperties: true });

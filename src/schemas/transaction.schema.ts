@@ -38,6 +38,13 @@ export const Transaction = Type.Object({
   from_currency: Type.Optional(CurrencyCode),
   to_amount_minor: Type.Optional(Type.Integer({ description: 'exchange: the target leg' })),
   to_currency: Type.Optional(CurrencyCode),
+  refund: Type.Optional(Type.Object({
+    status: Type.Union([Type.Literal('pending'), Type.Literal('completed')]),
+    amount_minor: Type.Integer(),
+    currency: CurrencyCode,
+    created_at: Timestamp,
+    completed_at: Nullable(Timestamp),
+  }, { description: 'a service order\'s collection whose money went back to the payer (the purchase failed)' })),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

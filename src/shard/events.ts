@@ -19,6 +19,7 @@ import type {
   ExchangeQuote,
   Failure,
   HoldStatus,
+  OrderRefund,
   IdempotencyRecord,
   PartitionState,
   Payment,
@@ -67,7 +68,15 @@ export type WalEvent =
       providerReference?: string;
       fulfillmentSnapshot?: Record<string, unknown>;
       dispatchAttempt?: number;
+      /** A retried order paying through a new collection (the last one's money went back to the payer). */
+      paymentId?: string;
+      paymentTransactionId?: string;
     }
+  /**
+   * A refund of one of the order's collections opened or completed: recorded on the order (by its
+   * payment transaction) and on that transaction; the order's status is not touched.
+   */
+  | { t: 'order.refund'; id: string; refund: OrderRefund; atMs: number }
   | { t: 'outbox.handed'; ids: string[] }
   | { t: 'transfer.moved'; id: string; status: TransferStatus; atMs: number; providerReference?: string }
   | { t: 'exchange.created'; exchange: Exchange }
@@ -247,6 +256,22 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       if (event.providerReference !== undefined) order.providerReference = event.providerReference;
       if (event.fulfillmentSnapshot !== undefined) order.fulfillmentSnapshot = event.fulfillmentSnapshot;
       if (event.dispatchAttempt !== undefined) order.dispatchAttempt = event.dispatchAttempt;
+      if (event.paymentId !== undefined) order.paymentId = event.paymentId;
+      if (event.paymentTransactionId !== undefined) order.paymentTransactionId = event.paymentTransactionId;
+      return;
+    }
+    case 'order.refund': {
+      const order = state.orders.mutable(event.id);
+      const txn = state.transactions.mutable(event.refund.paymentTransactionId);
+      assert(order !== undefined && txn !== undefined, 'apply: refund of a missing order or collection');
+      const { paymentId: _payment, paymentTransactionId: _txn, ...refund } = event.refund;
+      // One refund per collection, in the order they were opened: a completion replaces its opening.
+      const refunds = order.refunds ?? [];
+      const at = refunds.findIndex((r) => r.paymentTransactionId === event.refund.paymentTransactionId);
+      order.refunds = at < 0 ? [...refunds, { ...event.refund }] : refunds.map((r, i) => (i === at ? { ...event.refund } : r));
+      order.updatedAtMs = event.atMs;
+      txn.refund = refund;
+      txn.updatedAtMs = event.atMs;
       return;
     }
     case 'outbox.handed':

@@ -92,6 +92,8 @@ export interface Transaction {
   awaitsPayer?: true;
   /** An exchange's transaction: the exchange and its other leg (amount_minor/currency are the source leg). */
   exchange?: { id: string; toAmountMinor: number; toCurrency: string };
+  /** A service order's collection whose money went back to the payer when the purchase failed. */
+  refund?: RefundState;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -240,10 +242,30 @@ export interface ServiceOrder {
   pricingSnapshot: Record<string, unknown>;
   metadata: Record<string, unknown> | null;
   dispatchAttempt: number;
+  /**
+   * Money collected for the order (card, bank transfer) and returned to the payer because the purchase
+   * failed, one per collection, oldest first; the order's status stays what it is (failed). Absent on
+   * orders recorded before refunds were kept here.
+   */
+  refunds?: OrderRefund[];
   /** Every status the order took, in order (absent on orders recorded before it was kept). */
   history?: Array<{ status: OrderStatus; atMs: number }>;
   createdAtMs: number;
   updatedAtMs: number;
+}
+
+export interface RefundState {
+  status: 'pending' | 'completed';
+  amountMinor: number;
+  currency: string;
+  createdAtMs: number;
+  completedAtMs: number | null;
+}
+
+/** A refund of one of an order's collections (its payment and that payment's transaction). */
+export interface OrderRefund extends RefundState {
+  paymentId: string;
+  paymentTransactionId: string;
 }
 
 /** The receiving side of a wallet-to-wallet transfer, recorded once per transfer id (the dedupe key). */
@@ -379,6 +401,11 @@ export interface PartitionTiers {
 
 const FINISHED_ORDER = new Set<OrderStatus>(['completed', 'failed', 'refunded', 'cancelled']);
 
+/** A refund of the order's still on its way to the payer, if any. */
+export function pendingRefund(order: ServiceOrder): OrderRefund | undefined {
+  return order.refunds?.find((r) => r.status === 'pending');
+}
+
 export function emptyPartition(partition: number, tiers: PartitionTiers | null = null): PartitionState {
   const cold = tiers?.cold ?? null;
   return {
@@ -393,7 +420,8 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
     inboundCredits: new EntityTable<InboundCredit>('credit', cold, () => true),
     outbox: new Map(),
     serviceQuotes: new EntityTable<ServiceQuote>('service_quote', cold, (q) => q.usedBy !== null || q.expired === true),
-    orders: new EntityTable<ServiceOrder>('order', cold, (o) => FINISHED_ORDER.has(o.status)),
+    // An order whose refund is still on its way stays in the heap: a restart resumes the refund.
+    orders: new EntityTable<ServiceOrder>('order', cold, (o) => FINISHED_ORDER.has(o.status) && pendingRefund(o) === undefined),
     idempotency: new IdemTable(tiers?.idem ?? null),
     ledger: emptyLedger(),
     due: new DueIndex(tiers !== null),

@@ -70,6 +70,17 @@ export function transactionView(t: Transaction): object {
     })),
     payment_id: t.paymentId,
     transfer_id: t.transferId,
+    // A service order's collection refunded to the payer (the purchase failed): the transaction stays
+    // completed, as the collection did; the refund is shown beside it.
+    ...(t.refund === undefined ? {} : {
+      refund: {
+        status: t.refund.status,
+        amount_minor: t.refund.amountMinor,
+        currency: t.refund.currency,
+        created_at: iso(t.refund.createdAtMs),
+        completed_at: t.refund.completedAtMs === null ? null : iso(t.refund.completedAtMs),
+      },
+    }),
     ...(t.exchange === undefined ? {} : {
       exchange_id: t.exchange.id,
       from_amount_minor: t.amountMinor,

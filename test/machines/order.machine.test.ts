@@ -25,6 +25,7 @@ const events: Record<string, OrderEvent> = {
   resolveFailed: { type: 'operator.resolve', atMs: at, outcome: 'failed' },
   refundStart: { type: 'refund.start', atMs: at },
   refundDone: { type: 'refund.completed', atMs: at },
+  txnRetry: { type: 'transaction.retry', atMs: at },
 };
 
 /** [from, event, to]: every accepted transition. */
@@ -46,7 +47,10 @@ const TABLE: Array<[OrderStatus, keyof typeof events, OrderStatus]> = [
   ['unknown', 'reconcileFailed', 'failed'],
   ['provider_funding_failure', 'refundStart', 'refund_pending'],
   ['manual_fulfilment', 'resolveDelivered', 'completed'],
-  ['manual_fulfilment', 'resolveFailed', 'refund_pending'],
+  ['manual_fulfilment', 'resolveFailed', 'failed'],
+  // "failed | POST /v1/transactions/{id}/retry | failure.code is PROVIDER_ERROR, INTERNAL or RATE_LIMITED | pending":
+  // the order follows its transaction back to waiting for its payment.
+  ['failed', 'txnRetry', 'awaiting_payment'],
   ['refund_pending', 'refundDone', 'refunded'],
 ];
 
@@ -79,12 +83,13 @@ describe('order machine', () => {
     assert.equal(refused, ORDER_STATUSES.length * Object.keys(events).length - TABLE.length);
   });
 
-  it('unknown is never re-dispatched, and terminal states accept nothing', () => {
+  it('unknown is never re-dispatched, terminal states accept nothing, and failed only a transaction retry', () => {
     assert.equal(nextStatus(orderMachine, 'unknown', {}, events.dispatch!), null);
     assert.equal(nextStatus(orderMachine, 'unknown', {}, events.delivered!), null);
-    for (const terminal of ['completed', 'failed', 'refunded', 'cancelled'] as const) {
+    for (const terminal of ['completed', 'refunded', 'cancelled'] as const) {
       for (const event of Object.values(events)) assert.equal(nextStatus(orderMachine, terminal, {}, event), null);
     }
+    for (const [name, event] of Object.entries(events)) assert.equal(nextStatus(orderMachine, 'failed', {}, event), name === 'txnRetry' ? 'awaiting_payment' : null, name);
   });
 
   it('all 12 spec states exist', () => {

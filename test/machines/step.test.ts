@@ -57,7 +57,7 @@ const SUBJECTS: Record<string, Subject> = {
     statuses: ORDER_STATUSES,
     context: noContext,
     event: fc.oneof(
-      ...plain('payment.opened', 'payment.settled', 'payment.failed', 'cancel', 'rail.delivered', 'rail.failed', 'rail.timeout', 'rail.retry', 'rail.funding_failed', 'rail.manual', 'retry.dispatch', 'refund.start', 'refund.completed'),
+      ...plain('payment.opened', 'payment.settled', 'payment.failed', 'cancel', 'rail.delivered', 'rail.failed', 'rail.timeout', 'rail.retry', 'rail.funding_failed', 'rail.manual', 'retry.dispatch', 'transaction.retry', 'refund.start', 'refund.completed'),
       withOutcome('reconcile', ['delivered', 'failed']),
       withOutcome('operator.resolve', ['delivered', 'failed']),
     ),

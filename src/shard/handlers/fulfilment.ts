@@ -9,10 +9,11 @@ import { systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { operatorDelivery } from '../../rails/rails.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
-import type { ServiceOrder } from '../state.ts';
+import { pendingRefund, type OrderRefund, type ServiceOrder } from '../state.ts';
+import type { FailureCode } from '../../../machines/transaction.machine.ts';
 import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
-import { dispatchEvents, moveOrder, movePayment, moveTransaction, orderHandles, releaseUsage } from '../lifecycle/lifecycle.ts';
+import { dispatchEvents, moveOrder, movePayment, moveTransaction, orderHandles, orderMoved, orderStep, releaseUsage, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { fulfilmentCall } from '../lifecycle/rail-requests.ts';
 
 function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
@@ -49,8 +50,8 @@ function deliverySnapshot(ctx: HandlerContext, order: ServiceOrder, answer: Rail
 
 /**
  * A fulfilment rail's answer: settled → delivered (snapshot from the rail's detail); failed → failed
- * with the money returned (provider_funding_failure → refunded; retry_required → a new dispatch
- * attempt); accepted for manual review → held for an operator; no trustworthy answer → unknown,
+ * with the money released or refunded (provider_funding_failure → refunded; retry_required → a new
+ * dispatch attempt); accepted for manual review → held for an operator; no trustworthy answer → unknown,
  * requeried on the owner's clock, never re-purchased; not_found on requery → the same purchase
  * submitted again (same reference).
  */
@@ -96,13 +97,22 @@ export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   }
 }
 
-/** A wallet-paid order's funds are confirmed (held): dispatch. */
+/**
+ * A wallet-paid order's funds are confirmed (held): dispatch. A retried order's payment, pending with
+ * its hold placed by the retry, is submitted here, as a new order's is at creation.
+ */
 export function orderPaid(ctx: HandlerContext, cmd: Command & { k: 'order.paid' }): Outcome {
   const order = orderOf(ctx, cmd.id);
   if (order === undefined || !orderHandles(order, 'payment.settled')) return stale('order is not awaiting payment');
   const dispatched = dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
   assert(dispatched !== null, 'fulfilment: awaiting_payment accepts payment.settled');
-  return { events: dispatched.events, reply: done, effects: dispatched.effects };
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  const paymentTxn = ctx.state.transactions.get(order.paymentTransactionId)!;
+  const submitted: WalEvent[] = [];
+  if (payment.method === 'wallet' && paymentTxn.holdStatus === 'held' && transactionHandles(paymentTxn, 'submit')) {
+    submitted.push(moveTransaction(paymentTxn, { type: 'submit', atMs: ctx.nowMs })!, movePayment(payment, { type: 'submit', atMs: ctx.nowMs })!);
+  }
+  return { events: [...submitted, ...dispatched.events], reply: done, effects: dispatched.effects };
 }
 
 /** Delivered: snapshot in, service transaction completed, funds posted (wallet hold) and the fee taken. */
@@ -137,34 +147,54 @@ function deliveredEvents(ctx: HandlerContext, order: ServiceOrder, via: 'rail.de
 }
 
 /**
- * The purchase definitively failed: the service transaction fails (stage fulfilment). A wallet hold is
- * released and the order is failed; money collected by card or bank transfer goes back through a refund.
+ * The purchase definitively failed: the order ends `failed` and its service transaction fails (stage
+ * fulfilment, PROVIDER_ERROR: retryable), with the money given back in the same record: a wallet hold
+ * is released; money collected by card or bank transfer is refunded to the payer, the refund tracked
+ * on the order beside its status. A funding failure is the exception, as the spec's table has it:
+ * provider_funding_failure → refund_pending → refunded, with a final code (the order is terminal).
+ * The order machine's step names the effects (failServiceTransaction, releaseOrRefund or startRefund,
+ * emitFailed); they are carried out here.
  */
 function failedEvents(ctx: HandlerContext, order: ServiceOrder, partition: number, via: 'rail.failed' | 'reconcile' | 'rail.funding_failed' | 'operator.resolve', message: string): { events: WalEvent[]; effects: Effect[] } {
-  const payment = ctx.state.payments.get(order.paymentId)!;
   const txn = ctx.state.transactions.get(order.transactionId)!;
-  const failure = { code: 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message };
+  const funding = via === 'rail.funding_failed';
+  const failure = { code: funding ? 'PROVIDER_FUNDING_FAILURE' as const : 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message };
   const events: WalEvent[] = [];
   const effects: Effect[] = [];
-  const refundPath = via === 'rail.funding_failed' || via === 'operator.resolve' || payment.method !== 'wallet';
-  let moved: WalEvent | null;
-  if (via === 'rail.funding_failed') moved = moveOrder(order, { type: via, atMs: ctx.nowMs });
-  else if (via === 'operator.resolve') moved = moveOrder(order, { type: via, atMs: ctx.nowMs, outcome: 'failed' });
-  else if (via === 'reconcile') moved = moveOrder(order, { type: via, atMs: ctx.nowMs, outcome: 'failed' });
-  else moved = moveOrder(order, refundPath ? { type: 'refund.start', atMs: ctx.nowMs } : { type: 'rail.failed', atMs: ctx.nowMs });
-  assert(moved !== null, `fulfilment: ${order.status} accepts ${via}`);
-  events.push(moved);
-  const txnMoved = moveTransaction(txn, via === 'reconcile' ? { type: 'reconcile', atMs: ctx.nowMs, outcome: 'failed' } : { type: 'fail', atMs: ctx.nowMs, code: 'PROVIDER_ERROR' }, { failure });
-  if (txnMoved !== null) events.push(txnMoved);
-  events.push(...releaseUsage(ctx, txn));
-  if (via === 'reconcile') {
-    // Straight to failed (no refund_pending step): give the money back in this same record.
-    if (payment.method === 'wallet') events.push(...releaseWalletHold(ctx, order));
-    else events.unshift(refundPost(ctx, order));
-  } else if (refundPath) effects.push(later(ctx, order, partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs));
-  else events.push(...releaseWalletHold(ctx, order));
-  events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: failure.stage } }));
+  const step = via === 'rail.funding_failed' || via === 'rail.failed' ? orderStep(order, { type: via, atMs: ctx.nowMs }) : orderStep(order, { type: via, atMs: ctx.nowMs, outcome: 'failed' });
+  assert(step !== null, `fulfilment: ${order.status} accepts ${via}`);
+  events.push(orderMoved(order, step.target, ctx.nowMs));
+  if (step.actions.includes('failServiceTransaction')) {
+    const txnMoved = moveTransaction(txn, via === 'reconcile' ? { type: 'reconcile', atMs: ctx.nowMs, outcome: 'failed' } : { type: 'fail', atMs: ctx.nowMs, code: failure.code }, { failure });
+    if (txnMoved !== null) events.push(txnMoved);
+    events.push(...releaseUsage(ctx, txn));
+  }
+  if (step.actions.includes('startRefund')) effects.push(later(ctx, order, partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs));
+  if (step.actions.includes('releaseOrRefund')) {
+    const back = moneyBack(ctx, order, failure.code);
+    events.push(...back);
+    if (back.some((e) => e.t === 'order.refund')) effects.push(later(ctx, order, partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs));
+  }
+  if (step.actions.includes('emitFailed')) {
+    events.push(outboxEvent(ctx, 'service_order.failed', txn, { status: 'failed', order_id: order.id, service_code: order.serviceCode, failure: { code: failure.code, stage: failure.stage } }));
+  }
   return { events, effects };
+}
+
+/**
+ * Gives an order's money back: a wallet hold is voided (the money never left the wallet); a completed
+ * collection gets a refund, opened now (pending) and completed by `order.refund` after the rail latency.
+ */
+function moneyBack(ctx: HandlerContext, order: ServiceOrder, code: FailureCode): WalEvent[] {
+  const payment = ctx.state.payments.get(order.paymentId)!;
+  if (payment.method === 'wallet') return releaseWalletHold(ctx, order, code);
+  if (payment.status !== 'completed') return [];
+  return [refundEvent(ctx, order, { status: 'pending', createdAtMs: ctx.nowMs, completedAtMs: null })];
+}
+
+/** The refund of the order's current collection, opened. */
+function refundEvent(ctx: HandlerContext, order: ServiceOrder, state: Pick<OrderRefund, 'status' | 'createdAtMs' | 'completedAtMs'>): WalEvent {
+  return { t: 'order.refund', id: order.id, refund: { ...refundOf(order), ...state }, atMs: ctx.nowMs };
 }
 
 /**
@@ -176,15 +206,18 @@ function operatorSnapshot(ctx: HandlerContext, order: ServiceOrder): Record<stri
   return operatorDelivery(order.owner, { orderId: order.id, payload, atMs: ctx.nowMs }) ?? deliverySnapshot(ctx, order, { outcome: 'settled', providerReference: order.providerReference, detail: { resolved_by: 'operator' } });
 }
 
-/** Voids a wallet-paid order's hold: the customer's money was never taken. */
-function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder): WalEvent[] {
+/**
+ * Voids a wallet-paid order's hold: the customer's money was never taken. The payment's transaction
+ * fails with the purchase's code (retryable after a failure, final after a funding failure).
+ */
+function releaseWalletHold(ctx: HandlerContext, order: ServiceOrder, code: FailureCode): WalEvent[] {
   const payment = ctx.state.payments.get(order.paymentId)!;
   const paymentTxn = ctx.state.transactions.get(order.paymentTransactionId)!;
   if (paymentTxn.holdStatus !== 'held' || paymentTxn.holdId === null) return [];
-  const failure = { code: 'PROVIDER_ERROR' as const, stage: 'fulfilment' as const, message: 'The purchase failed; the held funds were released.' };
+  const failure = { code, stage: 'fulfilment' as const, message: 'The purchase failed; the held funds were released.' };
   return [
     { t: 'ledger', ops: [{ op: 'void', id: paymentTxn.holdId }], atMs: ctx.nowMs },
-    moveTransaction(paymentTxn, { type: 'fail', atMs: ctx.nowMs, code: 'PROVIDER_ERROR' }, { failure, holdStatus: 'released' })!,
+    moveTransaction(paymentTxn, { type: 'fail', atMs: ctx.nowMs, code }, { failure, holdStatus: 'released' })!,
     movePayment(payment, { type: 'fail', atMs: ctx.nowMs })!,
   ];
 }
@@ -197,25 +230,50 @@ export function retryOrder(ctx: HandlerContext, cmd: Command & { k: 'order.retry
   return { events: dispatched.events, reply: done, effects: dispatched.effects };
 }
 
-/** The refund path: provider_funding_failure → refund_pending → refunded (money back to the payer). */
+/**
+ * Refunds after the rail latency. The funding failure's path moves the order: provider_funding_failure
+ * → refund_pending → refunded (a collection's refund opened and completed with it). Any other refund
+ * (a failed order's collection) completes beside the order's status, whatever it is by then (a retried
+ * order may already wait for its next payment).
+ */
 export function refundOrder(ctx: HandlerContext, cmd: Command & { k: 'order.refund' }): Outcome {
   const order = orderOf(ctx, cmd.id);
   if (order === undefined) return stale('no such order');
-  if (order.status === 'provider_funding_failure') {
-    return { events: [moveOrder(order, { type: 'refund.start', atMs: ctx.nowMs })!], reply: done, effects: [later(ctx, order, cmd.partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs)] };
-  }
-  if (order.status !== 'refund_pending') return stale('order has no refund in progress');
   const payment = ctx.state.payments.get(order.paymentId)!;
-  const events: WalEvent[] = [moveOrder(order, { type: 'refund.completed', atMs: ctx.nowMs })!];
-  if (payment.method === 'wallet') events.push(...releaseWalletHold(ctx, order));
-  else if (payment.status === 'completed') events.unshift(refundPost(ctx, order));
-  return { events, reply: done };
+  const collected = payment.method !== 'wallet' && payment.status === 'completed';
+  if (order.status === 'provider_funding_failure') {
+    const step = orderStep(order, { type: 'refund.start', atMs: ctx.nowMs })!;
+    const events: WalEvent[] = [orderMoved(order, step.target, ctx.nowMs)];
+    if (step.actions.includes('openRefund') && collected) events.push(refundEvent(ctx, order, { status: 'pending', createdAtMs: ctx.nowMs, completedAtMs: null }));
+    return { events, reply: done, effects: step.actions.includes('startRefund') ? [later(ctx, order, cmd.partition, { k: 'order.refund', id: order.id }, ctx.railLatencyMs)] : [] };
+  }
+  if (order.status === 'refund_pending') {
+    const step = orderStep(order, { type: 'refund.completed', atMs: ctx.nowMs })!;
+    const events: WalEvent[] = [orderMoved(order, step.target, ctx.nowMs)];
+    if (!step.actions.includes('returnFunds')) return { events, reply: done };
+    if (payment.method === 'wallet') events.push(...releaseWalletHold(ctx, order, ctx.state.transactions.get(order.transactionId)?.failure?.code ?? 'PROVIDER_ERROR'));
+    else if (collected) {
+      // Opened with refund_pending, or (an order that entered refund_pending before refunds were kept
+      // on orders) recorded now, completed.
+      const open = pendingRefund(order) ?? { ...refundOf(order), status: 'pending', createdAtMs: ctx.nowMs, completedAtMs: null };
+      events.unshift(...completeRefund(ctx, order, open));
+    }
+    return { events, reply: done };
+  }
+  const open = (order.refunds ?? []).filter((r) => r.status === 'pending');
+  if (open.length === 0) return stale('order has no refund in progress');
+  return { events: open.flatMap((refund) => completeRefund(ctx, order, refund)), reply: done };
+}
+
+/** The refund of the order's current collection: its whole amount, in its currency. */
+function refundOf(order: ServiceOrder): Pick<OrderRefund, 'paymentId' | 'paymentTransactionId' | 'amountMinor' | 'currency'> {
+  return { paymentId: order.paymentId, paymentTransactionId: order.paymentTransactionId, amountMinor: order.customerAmountMinor, currency: order.currency };
 }
 
 /** Money collected for the order (card, bank transfer) goes back to the payer through collection clearing. */
-function refundPost(ctx: HandlerContext, order: ServiceOrder): WalEvent {
-  const op: LedgerOp = { op: 'post', id: ctx.mintId(), txn: order.transactionId, dr: systemAccountId('service_payables', order.currency), cr: systemAccountId('collection_clearing', order.currency), amt: order.customerAmountMinor, cur: order.currency };
-  return { t: 'ledger', atMs: ctx.nowMs, ops: [op] };
+function completeRefund(ctx: HandlerContext, order: ServiceOrder, refund: OrderRefund): WalEvent[] {
+  const op: LedgerOp = { op: 'post', id: ctx.mintId(), txn: order.transactionId, dr: systemAccountId('service_payables', refund.currency), cr: systemAccountId('collection_clearing', refund.currency), amt: refund.amountMinor, cur: refund.currency };
+  return [{ t: 'ledger', atMs: ctx.nowMs, ops: [op] }, { t: 'order.refund', id: order.id, refund: { ...refund, status: 'completed', completedAtMs: ctx.nowMs }, atMs: ctx.nowMs }];
 }
 
 /** An operator's decision on an order held for manual fulfilment (kobo orders resolve). */

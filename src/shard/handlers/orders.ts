@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { reject } from '../../errors.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
-import { collectionOpening, screenedBySandbox } from '../../rails/rails.ts';
+import { screenedBySandbox } from '../../rails/rails.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
@@ -14,6 +14,7 @@ import { checkoutUrl, paymentView, iso } from '../views.ts';
 import { customerFor, envOf, isRejection, limitRejection, okReply, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
 import { moveOrder, moveTransaction, newTransaction, movePayment, orderHandles } from '../lifecycle/lifecycle.ts';
+import { newOrderPayment } from '../lifecycle/order-payments.ts';
 import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection } from './service-quotes.ts';
 import { SERVICE_PAYMENT_METHODS } from '../../catalogue/services.ts';
 
@@ -43,6 +44,17 @@ export function orderView(o: ServiceOrder): object {
     quote_id: o.quoteId,
     fulfillment_snapshot: o.fulfillmentSnapshot,
     pricing_snapshot: o.pricingSnapshot,
+    // Money collected and returned to the payer because the purchase failed, one per collection; the
+    // status stays what the purchase came to (failed).
+    refunds: (o.refunds ?? []).map((r) => ({
+      payment_id: r.paymentId,
+      payment_transaction_id: r.paymentTransactionId,
+      amount_minor: r.amountMinor,
+      currency: r.currency,
+      status: r.status,
+      created_at: iso(r.createdAtMs),
+      completed_at: r.completedAtMs === null ? null : iso(r.completedAtMs),
+    })),
     metadata: o.metadata,
     customer_id: o.customerId,
     status_history: (o.history ?? []).map((h) => ({ status: h.status, at: iso(h.atMs) })),
@@ -109,27 +121,8 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   const base = { owner: cmd.owner, customerId: customer.id, amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency };
   const serviceTxn = newTransaction(ctx, { ...base, type: 'service', feeMinor: pricing.feeMinor, reference: orderId, paymentId: null });
   serviceTxn.orderId = orderId;
-  const paymentTxn = newTransaction(ctx, { ...base, type: 'payment', feeMinor: 0, reference: orderId, paymentId });
   // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
-  const opening = req.paymentMethod === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method: req.paymentMethod, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: 86_400_000, mintId: ctx.mintId });
-  const payment: Payment = {
-    id: paymentId,
-    owner: cmd.owner,
-    customerId: customer.id,
-    transactionId: paymentTxn.id,
-    method: req.paymentMethod as Payment['method'],
-    status: 'pending',
-    amountMinor: pricing.customerAmountMinor,
-    feeMinor: 0,
-    currency: pricing.sourceCurrency,
-    reference: orderId,
-    walletId: wallet.id,
-    instructions: opening?.instructions ?? null,
-    ...(opening?.checkoutToken === undefined ? {} : { checkoutToken: opening.checkoutToken }),
-    orderId,
-    createdAtMs: ctx.nowMs,
-    updatedAtMs: ctx.nowMs,
-  };
+  const { payment, txn: paymentTxn } = newOrderPayment(ctx, { customer, orderId, paymentId, method: req.paymentMethod as Payment['method'], amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency, walletId: wallet.id });
   const order: ServiceOrder = {
     id: orderId,
     owner: cmd.owner,
@@ -192,7 +185,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
       paymentMoved,
     );
   }
-  if (req.paymentMethod !== 'wallet' && opening === null) {
+  if (req.paymentMethod !== 'wallet' && isLiveOwner(cmd.owner)) {
     const call = collectionCall(ctx, payment, customer, paymentTxn.attempt, 'submit');
     assert(call !== null, 'orders: a selectable live method has a connector');
     effects.push(call);

@@ -5,7 +5,7 @@
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { resumeOp } from '../../rails/rails.ts';
 import type { RailOp } from '../../rails/rail.ts';
-import type { PartitionState } from '../state.ts';
+import { pendingRefund, type PartitionState } from '../state.ts';
 import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from './common.ts';
 import { collectionCall, fulfilmentCall, payoutCall } from '../lifecycle/rail-requests.ts';
 import { creditEffect } from './transfers.ts';
@@ -97,10 +97,12 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
       case 'provider_funding_failure':
       case 'refund_pending':
         effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.refund', id: order.id, ...at } });
-        break;
+        continue;
       default:
         break;
     }
+    // A failed order's refund still on its way (whatever the order did since: a retry may have moved it).
+    if (pendingRefund(order) !== undefined) effects.push({ afterMs: railLatencyMs, cmd: { k: 'order.refund', id: order.id, ...at } });
   }
   return effects;
 }

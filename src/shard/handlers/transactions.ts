@@ -7,6 +7,7 @@ import type { PartitionState, ServiceOrder, Transaction } from '../state.ts';
 import { transactionView } from '../views.ts';
 import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { cancelOrderEvents, failEvents, newTransaction, retryEvents, transactionHandles } from '../lifecycle/lifecycle.ts';
+import { retryOrderEvents } from '../lifecycle/order-payments.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 
 function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transaction | ReturnType<typeof reject> {
@@ -86,11 +87,9 @@ export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.
 export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.retry' }): Outcome {
   const txn = transactionFor(ctx, cmd, cmd.id);
   if (isRejection(txn)) return rejected(txn);
-  if (orderOfTransaction(ctx, txn) !== undefined) {
-    // A service order is never re-purchased through its transactions: the client places a new order.
-    return rejected(reject('CONFLICT', 'Transactions of a service order cannot be retried; place a new order.'));
-  }
-  const retried = retryEvents(ctx, cmd, txn);
+  // A service order's transaction is retried as a new attempt at the whole purchase, under the same order.
+  const order = orderOfTransaction(ctx, txn);
+  const retried = order === undefined ? retryEvents(ctx, cmd, txn) : retryOrderEvents(ctx, cmd, order, txn);
   if (isRejection(retried)) return rejected(retried);
   return { events: retried.events, reply: replyTxn(txn.id), effects: retried.effects };
 }

@@ -163,8 +163,8 @@ export function failEvents(
 /**
  * A new attempt of a failed transaction (same id, attempt + 1): a transfer holds its funds again and is
  * resubmitted; a wallet payment places its hold again; a live collection asks its connector again under
- * the new attempt's reference, with a new page for the payer. Transactions of a service order are never
- * retried (the client places a new order).
+ * the new attempt's reference, with a new page for the payer. A service order's transactions are
+ * retried through the order (order-payments.ts).
  */
 export function retryEvents(ctx: HandlerContext, cmd: Command, txn: Transaction): { events: WalEvent[]; effects: Effect[] } | Rejection {
   const step = transactionStep(txn, { type: 'retry', atMs: ctx.nowMs });
@@ -263,9 +263,10 @@ export function retryTransferEvents(ctx: HandlerContext, cmd: Command, txn: Tran
 
 // --- Service orders ---
 
-type OrderExtra = { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number };
+/** What an order.moved record may carry beside the status (a retried order's new collection among them). */
+export type OrderExtra = { providerReference?: string; fulfillmentSnapshot?: Record<string, unknown>; dispatchAttempt?: number; paymentId?: string; paymentTransactionId?: string };
 
-function orderMoved(order: ServiceOrder, status: OrderStatus, atMs: number, extra: OrderExtra = {}): WalEvent {
+export function orderMoved(order: ServiceOrder, status: OrderStatus, atMs: number, extra: OrderExtra = {}): WalEvent {
   return { t: 'order.moved', id: order.id, status, atMs, ...extra };
 }
 
