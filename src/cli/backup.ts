@@ -15,8 +15,9 @@ import { decodePartition, encodePartition } from '../shard/partition-image.ts';
 import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
-import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
+import { DUE_BACKUP_COLUMNS, DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
+import { damagedDueRows, damagedIdemRows, dueRowChecksum } from '../store/row-checks.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { makeDir } from '../store/private-files.ts';
 
@@ -27,12 +28,12 @@ const TIER_TABLES_SQL = `
   CREATE TABLE IF NOT EXISTS cold (kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
     body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS idem (scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
-    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;
+    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL, crc INTEGER) WITHOUT ROWID;
   ${DUE_SQL}`;
 const TIER_COLUMNS = {
   cold: 'kind, id, lsn, partition, body, crc',
-  idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn',
-  due: DUE_COLUMNS,
+  idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn, crc',
+  due: DUE_BACKUP_COLUMNS,
 } as const;
 
 /** The running server's PID (0 when it wrote none), or null when no server holds the data dir's lock. */
@@ -200,7 +201,14 @@ function restoreTiers(store: ShardStore, backupFile: string, shard: number, shar
     const present = (table: string): boolean => store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     // A backup from before finished entities left the heap has neither table.
     if (present('cold')) store.db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
-    if (present('due')) store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_COLUMNS}) SELECT ${DUE_COLUMNS} FROM bk.due WHERE partition % ? = ?`).run(shards, shard);
+    if (present('due') && store.db.prepare("SELECT 1 FROM bk.pragma_table_info('due') WHERE name = 'crc'").get() !== undefined) {
+      store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_BACKUP_COLUMNS}) SELECT ${DUE_BACKUP_COLUMNS} FROM bk.due WHERE partition % ? = ?`).run(shards, shard);
+    } else if (present('due')) {
+      // A backup from before row checksums: each row gets its checksum now (nothing to check it against).
+      const rows = store.db.prepare(`SELECT ${DUE_COLUMNS} FROM bk.due WHERE partition % ? = ?`).all(shards, shard) as Array<{ partition: number; owner: string; expires_at_ms: number; id: string; lsn: number }>;
+      const insert = store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_BACKUP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
+      for (const r of rows) insert.run(r.partition, r.owner, r.expires_at_ms, r.id, r.lsn, dueRowChecksum(r));
+    }
     if (present('idem')) {
       const rows = store.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM bk.idem WHERE partition % ? = ? ORDER BY lsn').all(shards, shard) as IdemRowOut[];
       store.db.transaction(() => store.idem.putRows(rows))();
@@ -234,6 +242,8 @@ function checkBackup(backup: Database.Database, backupFile: string): { shards: n
     decodePartition(decompressImage(row.body));
   }
   for (const row of damagedColdRows(backup)) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
+  for (const row of damagedIdemRows(backup, 'idem')) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
+  for (const row of damagedDueRows(backup)) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
   return { shards: Number(meta.get('shards')), rows };
 }
 

@@ -5,6 +5,7 @@
 import type { Effect, HandlerContext, Outcome } from './handlers/common.ts';
 import { errorReply } from './handlers/common.ts';
 import { reject } from '../errors.ts';
+import { DamagedRowError, reportDamage } from '../store/row-checks.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
 import { isStoredResult, type IdempotencyRecord, type PartitionState, type StoredReply } from './state.ts';
@@ -102,10 +103,28 @@ function storedReply(record: StoredReply): StoredReply {
   return record.error === undefined ? { status: record.status, json: record.json! } : { status: record.status, error: record.error };
 }
 
+/**
+ * The answer to a command that met a damaged row (see row-checks.ts): a 500 the front end passes on as
+ * is, saying the data is damaged, with nothing changed; the row itself goes to the log at fatal.
+ */
+function damaged(cmd: Command, error: DamagedRowError): Executed {
+  reportDamage(error, { command: cmd.k, partition: cmd.partition });
+  return { reply: { status: 500, error: { code: 'DATA_DAMAGED', message: DATA_DAMAGED_MESSAGE } }, events: [], effects: [] };
+}
+
+/** What a client is told: the record exists but is not served (no row detail leaves the server). */
+export const DATA_DAMAGED_MESSAGE = 'The stored record this request needs is damaged (it fails its checksum) and was not served; nothing was changed. The operator has been alerted and must restore it from a backup.';
+
 export function execute(ctx: HandlerContext, cmd: Command): Executed {
   const state: PartitionState = ctx.state;
   if (cmd.idem !== undefined) {
-    const record = cmd.idem.seq === undefined ? state.idempotency.get(cmd.idem.scope) : state.idempotency.getAt(cmd.idem.scope, cmd.idem.seq);
+    let record: IdempotencyRecord | undefined;
+    try {
+      record = cmd.idem.seq === undefined ? state.idempotency.get(cmd.idem.scope) : state.idempotency.getAt(cmd.idem.scope, cmd.idem.seq);
+    } catch (error) {
+      if (error instanceof DamagedRowError) return damaged(cmd, error);
+      throw error;
+    }
     if (record !== undefined) {
       const reply = record.fingerprint === cmd.idem.fingerprint
         ? storedReply(record)
@@ -117,6 +136,7 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   try {
     outcome = decide(ctx, cmd);
   } catch (error) {
+    if (error instanceof DamagedRowError) return damaged(cmd, error);
     // Handlers only read state, so a throw here changed nothing: answer 500 rather than take the
     // shard (and every partition on it) down. A throw while *applying* events still stops the shard.
     // The detail goes to the log (stderr) only; the front end answers the client a generic 500.
