@@ -16,7 +16,7 @@ import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';
-import { recordedPid, tryLockDataDir } from './store/dir-lock.ts';
+import { describeHolder, RESTORE_MARKER, tryLockDataDir } from './store/dir-lock.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret, type OperatorAction } from './store/control-store.ts';
 import { Authenticator } from './http/auth.ts';
@@ -84,11 +84,19 @@ export function bootstrapKeys(control: ControlStore, entries: readonly string[],
   return secret;
 }
 
-/** Takes the data dir's lock (see dir-lock.ts); server.pid then names this process for operators and the CLI. */
+/**
+ * Takes the data dir's lock (see dir-lock.ts) before anything in the dir is read or written: a restore or
+ * an offline snapshot holds it for its whole run. server.pid then names this process for operators.
+ */
 function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'server.pid');
-  const lock = tryLockDataDir(dataDir);
-  if (lock === null) throw new Error(`data dir ${dataDir} is in use by another kobo server (pid ${recordedPid(dataDir) ?? 'unknown'})`);
+  const lock = tryLockDataDir(dataDir, 'server');
+  if (lock === null) throw new Error(`data dir ${dataDir} is in use by ${describeHolder(dataDir)}`);
+  if (fs.existsSync(path.join(dataDir, RESTORE_MARKER))) {
+    lock.release();
+    // A restore stopped between moving the old files out and the backup's in: neither set is whole.
+    throw new Error(`data dir ${dataDir} holds an interrupted restore (${RESTORE_MARKER}); run \`kobo restore FILE\` again (what was there is kept beside the dir)`);
+  }
   fs.writeFileSync(file, String(process.pid));
   return () => {
     fs.rmSync(file, { force: true });
@@ -172,8 +180,13 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   const config: Readonly<Config> = { ...config_, shards: shardsFor(config_) };
   const debug: Log = logging?.debug ?? (() => {});
   restrictDataDir(config.dataDir);
-  ensureLayout(config.dataDir, config.shards);
   const unlock = lockDataDir(config.dataDir);
+  try {
+    ensureLayout(config.dataDir, config.shards);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const control = new ControlStore(config.dataDir);
   const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
   const clocks = new SandboxClocks(control);
