@@ -1,6 +1,6 @@
 // `kobo snapshot`: a backup is one SQLite file holding every partition's image at its LSN (checksummed),
 // the finished entities, idempotency and expiry rows up to that LSN (each with its checksum), the layout,
-// the API keys (hashed), the sandbox clocks and the webhook tables.
+// the API keys (hashed), the sandbox clocks, the webhook tables and, written last, a manifest of it all.
 // Runs in the CLI. Online (a server holds the data dir) it only reads, at one cut across the shards;
 // offline it holds the data dir's lock for its whole run. Restore is in restore.ts.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
@@ -17,6 +17,7 @@ import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
 import { DUE_BACKUP_COLUMNS, DUE_SQL } from '../store/due-log.ts';
 import { makeDir } from '../store/private-files.ts';
+import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
 
 export const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
 
@@ -175,10 +176,12 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
     backup.exec('DETACH DATABASE wh');
   }
   const meta = backup.prepare('INSERT INTO meta VALUES (?, ?)');
-  meta.run('format', 'kobo-backup-1');
+  meta.run('format', BACKUP_FORMAT);
   meta.run('shards', String(layout.shards));
   meta.run('partitions', String(layout.partitions));
   meta.run('taken_at', new Date().toISOString());
+  const manifest = writeManifest(backup);
+  progress(`manifest: ${manifest.partitions.length} partitions, ${Object.entries(manifest.rows).map(([t, n]) => `${t} ${n}`).join(', ')}; ${manifest.digest}`);
   backup.close();
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} appeared while the backup was written; choose another --out`);
   fs.renameSync(partial, outFile);

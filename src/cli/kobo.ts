@@ -163,8 +163,9 @@ program
 program
   .command('restore <file>')
   .description('replace the data dir with a backup (the server must be stopped; the old dir is kept aside)')
-  .action((file: string) => {
-    const result = restoreBackup(config.dataDir, path.resolve(file), progress);
+  .option('--allow-no-manifest', 'restore a backup written before backups carried a manifest (nothing proves it complete)')
+  .action((file: string, opts: { allowNoManifest?: boolean }) => {
+    const result = restoreBackup(config.dataDir, path.resolve(file), progress, { allowNoManifest: opts.allowNoManifest === true });
     process.stdout.write(`restored ${result.partitions} partitions into ${result.dataDir}${result.previous === null ? '' : `; previous data kept at ${result.previous}`}\n`);
   });
 

@@ -1,5 +1,5 @@
 // `kobo restore FILE`: replaces a data dir with a backup (backup.ts writes them). The whole backup is
-// checked first (sqlite's check, every image's and row's checksum),
+// checked first (sqlite's check, every row's checksum, the manifest: partitions, row counts, digest),
 // the new dir is built beside the old one, and only then swapped in, under the data dir's lock. Runs in
 // the CLI. Invariant: no server runs on the dir from the first file moved to the last, and a dir left
 // half-swapped (a restore killed meanwhile) is refused by the server until a restore completes.
@@ -19,11 +19,17 @@ import { damagedDueRows, damagedIdemRows, dueRowChecksum, hasChecksumColumn } fr
 import { WebhookStore } from '../webhooks/store.ts';
 import { makeDir } from '../store/private-files.ts';
 import { TIER_COLUMNS, WEBHOOK_TABLES } from './backup.ts';
+import { BACKUP_FORMAT, LEGACY_BACKUP_FORMAT, manifestProblem } from './backup-manifest.ts';
 
 export interface RestoreResult {
   dataDir: string;
   previous: string | null;
   partitions: number;
+}
+
+export interface RestoreOptions {
+  /** Restore a backup written before manifests (its completeness cannot be proved). */
+  allowNoManifest?: boolean;
 }
 
 interface PartitionRow {
@@ -40,8 +46,8 @@ interface Checked {
   rowChecksums: boolean;
 }
 
-/** A backup refused before anything moves: its sqlite pages, its images and every row's checksum. */
-function checkBackup(backup: Database.Database, backupFile: string): Checked {
+/** A backup refused before anything moves: its sqlite pages, its manifest, its images and every row's checksum. */
+function checkBackup(backup: Database.Database, backupFile: string, options: RestoreOptions): Checked {
   let meta: Map<string, string>;
   try {
     meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
@@ -49,7 +55,8 @@ function checkBackup(backup: Database.Database, backupFile: string): Checked {
     // Not sqlite at all, truncated, or sqlite without kobo's tables: say so in the operator's terms.
     throw new Error(`restore: ${backupFile} is not a kobo backup, or is damaged (${(error as Error).message})`, { cause: error });
   }
-  if (meta.get('format') !== 'kobo-backup-1') throw new Error(`restore: ${backupFile} is not a kobo backup`);
+  const format = meta.get('format');
+  if (format !== BACKUP_FORMAT && format !== LEGACY_BACKUP_FORMAT) throw new Error(`restore: ${backupFile} is not a kobo backup`);
   const integrity = backup.pragma('integrity_check', { simple: true });
   if (integrity !== 'ok') throw new Error(`restore: ${backupFile} is damaged (sqlite integrity check: ${String(integrity)})`);
   const rows = backup.prepare('SELECT partition, lsn, body, crc FROM partitions ORDER BY partition').all() as PartitionRow[];
@@ -60,6 +67,9 @@ function checkBackup(backup: Database.Database, backupFile: string): Checked {
   for (const row of damagedColdRows(backup)) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
   for (const row of damagedIdemRows(backup, 'idem')) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
   for (const row of damagedDueRows(backup)) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
+  // Checksums name an altered row; only the manifest shows a row, a table or a partition gone.
+  const incomplete = manifestProblem(backup, meta, { allowNoManifest: options.allowNoManifest === true });
+  if (incomplete !== null) throw new Error(`restore: ${backupFile} is refused: ${incomplete}`);
   const rowChecksums = ['idem', 'due'].every((table) => backup.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined || hasChecksumColumn(backup, table));
   return { shards: Number(meta.get('shards')), rows, rowChecksums };
 }
@@ -171,7 +181,7 @@ function refusal(dataDir: string): Error {
  * new dir is built beside the old one and swapped in under the data dir's lock, so no server starts on
  * it meanwhile and a damaged backup or a failure halfway leaves the data dir as it was.
  */
-export function restoreBackup(dataDir: string, backupFile: string, progress: (m: string) => void = () => {}): RestoreResult {
+export function restoreBackup(dataDir: string, backupFile: string, progress: (m: string) => void = () => {}, options: RestoreOptions = {}): RestoreResult {
   // A quick refusal while a server runs (before a long check); the lock taken below is what decides.
   if (fs.existsSync(dataDir) && dataDirLocked(dataDir)) throw refusal(dataDir);
   if (!fs.existsSync(backupFile)) throw new Error(`restore: no backup at ${backupFile}`);
@@ -181,7 +191,7 @@ export function restoreBackup(dataDir: string, backupFile: string, progress: (m:
   let lock: DirLock | null = null;
   const created = !fs.existsSync(dataDir);
   try {
-    const checked = checkBackup(backup, backupFile);
+    const checked = checkBackup(backup, backupFile, options);
     makeDir(dataDir);
     lock = tryLockDataDir(dataDir, 'kobo restore');
     if (lock === null) throw refusal(dataDir);
