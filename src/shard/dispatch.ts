@@ -18,6 +18,7 @@ import { orderPaid, refundOrder, resolveOrder, retryOrder } from './handlers/ful
 import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, submitTransfer } from './handlers/transfers.ts';
 import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from './handlers/beneficiaries.ts';
 import { railAnswered } from './handlers/rail-answers.ts';
+import { resolveReconciliation } from './lifecycle/reconcile.ts';
 import { checkoutPayment, createPayment, expirePayments, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 /**
@@ -76,6 +77,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.retry': return retryOrder(ctx, cmd);
     case 'order.refund': return refundOrder(ctx, cmd);
     case 'order.resolve': return resolveOrder(ctx, cmd);
+    case 'txn.reconcile': return resolveReconciliation(ctx, cmd);
     case 'idem.expire': return expireIdempotency(cmd);
     case 'quotes.expire': return expireQuotes(ctx, cmd);
     case 'payments.expire': return expirePayments(ctx, cmd);

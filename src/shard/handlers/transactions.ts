@@ -8,6 +8,7 @@ import { transactionView } from '../views.ts';
 import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
 import { cancelOrderEvents, failEvents, newTransaction, retryEvents } from '../lifecycle/lifecycle.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
+import { reconciliationBlocksRetry } from '../lifecycle/reconcile.ts';
 
 function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transaction | ReturnType<typeof reject> {
   const txn = ctx.state.transactions.get(id);
@@ -90,6 +91,9 @@ export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.r
     // A service order is never re-purchased through its transactions: the client places a new order.
     return rejected(reject('CONFLICT', 'Transactions of a service order cannot be retried; place a new order.'));
   }
+  // A rail said this attempt did not end as recorded: retrying could pay out (or charge) twice.
+  const blocked = reconciliationBlocksRetry(txn);
+  if (blocked !== null) return rejected(blocked);
   const retried = retryEvents(ctx, cmd, txn);
   if (isRejection(retried)) return rejected(retried);
   return { events: retried.events, reply: replyTxn(txn.id), effects: retried.effects };
