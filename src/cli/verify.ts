@@ -8,9 +8,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { addTotals, ledgerViolations, type CurrencyTotals } from '../ledger/ledger.ts';
-import { ShardStore, snapshotChecksum, walChecksum } from '../store/shard-store.ts';
+import { openDatabase, ShardStore, snapshotChecksum, walChecksum } from '../store/shard-store.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
-import { damagedDueRows, damagedIdemRows } from '../store/row-checks.ts';
+import { damagedDueRows, damagedFrontIdemRows, damagedIdemRows } from '../store/row-checks.ts';
 import { recoverShard } from '../shard/recovery.ts';
 import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
@@ -190,6 +190,15 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
     }
   }
   violations.push(...clearing.violations());
+  const webhooksFile = path.join(dataDir, 'webhooks.db');
+  if (fs.existsSync(webhooksFile)) {
+    const webhooks = openDatabase(webhooksFile, { readonly: true });
+    try {
+      for (const row of damagedFrontIdemRows(webhooks)) violations.push(`webhooks.db: the ${row} fails its checksum`);
+    } finally {
+      webhooks.close();
+    }
+  }
   for (const [currency, t] of totals) {
     report.currencies[currency] = { debitsPosted: String(t.debitsPosted), creditsPosted: String(t.creditsPosted) };
     if (t.debitsPosted !== t.creditsPosted) violations.push(`${currency}: posted debits ${t.debitsPosted} != posted credits ${t.creditsPosted}`);

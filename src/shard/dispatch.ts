@@ -5,7 +5,7 @@
 import type { Effect, HandlerContext, Outcome } from './handlers/common.ts';
 import { errorReply } from './handlers/common.ts';
 import { reject } from '../errors.ts';
-import { DamagedRowError, reportDamage } from '../store/row-checks.ts';
+import { DamagedRowError, DATA_DAMAGED_MESSAGE, reportDamage } from '../store/row-checks.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
 import { isStoredResult, type IdempotencyRecord, type PartitionState, type StoredReply } from './state.ts';
@@ -113,9 +113,6 @@ function damaged(cmd: Command, error: DamagedRowError): Executed {
   reportDamage(error, { command: cmd.k, partition: cmd.partition });
   return { reply: { status: 500, error: { code: 'DATA_DAMAGED', message: DATA_DAMAGED_MESSAGE } }, events: [], effects: [] };
 }
-
-/** What a client is told: the record exists but is not served (no row detail leaves the server). */
-export const DATA_DAMAGED_MESSAGE = 'The stored record this request needs is damaged (it fails its checksum) and was not served; nothing was changed. The operator has been alerted and must restore it from a backup.';
 
 export function execute(ctx: HandlerContext, cmd: Command): Executed {
   const state: PartitionState = ctx.state;

@@ -8,7 +8,7 @@ import { crc32 } from 'node:zlib';
 /** A derived row whose content no longer matches its checksum (disk damage, or an edit by hand). */
 export class DamagedRowError extends Error {
   constructor(
-    readonly table: 'cold' | 'idem_log' | 'due',
+    readonly table: 'cold' | 'idem_log' | 'due' | 'front_idempotency',
     /** The row in an operator's terms: its key and the LSN of the record that wrote it. */
     readonly row: string,
   ) {
@@ -52,6 +52,22 @@ export function dueRowChecksum(row: DueRowFields): number {
   return crc32(`${row.lsn}:${row.partition}:${row.expires_at_ms}:${row.owner}\n${row.id}`);
 }
 
+/** A front-end idempotency record (webhooks.db): the key's first reply to a POST the front end answers. */
+export interface FrontIdemRowFields {
+  scope: string;
+  fingerprint: string;
+  status: number;
+  body: string;
+  at_ms: number;
+}
+
+export function frontIdemRowChecksum(row: FrontIdemRowFields): number {
+  return crc32(row.body, crc32(`${row.status}:${row.at_ms}:${row.body.length}:${row.scope}\n${row.fingerprint}\n`));
+}
+
+/** What a client is told when a row its request needs is damaged: no row detail leaves the server. */
+export const DATA_DAMAGED_MESSAGE = 'The stored record this request needs is damaged (it fails its checksum) and was not served; nothing was changed. The operator has been alerted and must restore it from a backup.';
+
 /** True when `table` has a `crc` column (files written before checksums, opened read-only, have none). */
 export function hasChecksumColumn(db: Database.Database, table: string): boolean {
   return (db.prepare(`SELECT 1 FROM pragma_table_info(?) WHERE name = 'crc'`).get(table)) !== undefined;
@@ -61,10 +77,10 @@ export function hasChecksumColumn(db: Database.Database, table: string): boolean
  * Gives a table written before its rows had checksums a `crc` column, filled once from the rows as they
  * are (one transaction: a kill -9 leaves the column absent or every row summed). Run at a writable open.
  */
-export function addChecksums(db: Database.Database, table: 'idem_log' | 'due', columns: readonly string[], checksum: (row: never) => number): void {
+export function addChecksums(db: Database.Database, table: 'idem_log' | 'due' | 'front_idempotency', columns: readonly string[], checksum: (row: never) => number): void {
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) return;
   if (hasChecksumColumn(db, table)) return;
-  db.function('kobo_row_crc', { deterministic: true }, (...values: unknown[]) => {
+  db.function('kobo_row_crc', { deterministic: true, varargs: true }, (...values: unknown[]) => {
     const row = Object.fromEntries(columns.map((c, i) => [c, values[i]]));
     return checksum(row as never);
   });
@@ -109,4 +125,11 @@ export function* damagedDueRows(db: Database.Database): IterableIterator<string>
   if (!tableExists(db, 'due') || !hasChecksumColumn(db, 'due')) return;
   const rows = db.prepare('SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due').iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
   for (const row of rows) if (dueRowChecksum(row) !== row.crc) yield `expiry row of ${row.id} (LSN ${row.lsn}, partition ${row.partition})`;
+}
+
+/** Front-end idempotency rows (webhooks.db) that fail their checksum. */
+export function* damagedFrontIdemRows(db: Database.Database): IterableIterator<string> {
+  if (!tableExists(db, 'front_idempotency') || !hasChecksumColumn(db, 'front_idempotency')) return;
+  const rows = db.prepare('SELECT scope, fingerprint, status, body, at_ms, crc FROM front_idempotency').iterate() as IterableIterator<FrontIdemRowFields & { crc: number | null }>;
+  for (const row of rows) if (frontIdemRowChecksum(row) !== row.crc) yield `front-end idempotency record of ${new Date(row.at_ms).toISOString()}`;
 }

@@ -157,3 +157,26 @@ test('start: a damaged WAL record below every newest image is not read (the stat
   assert.notEqual(verify.status, 0);
   assert.match(verify.stderr, new RegExp(`WAL record ${firstLsn} fails its checksum`));
 });
+
+test('a front-end idempotency record (webhooks.db) altered on disk: the replay answers 500 DATA_DAMAGED, never the altered reply nor a second subscription; verify names it', { timeout: 120_000 }, async () => {
+  let server = await startServer({ keys, shards: 1 });
+  const subKey = idem('sub');
+  const body = { url: 'http://127.0.0.1:9/hooks', events: ['payment.completed'] };
+  const created = await client(server.baseUrl, key)('POST', '/v1/webhooks/subscriptions', { idempotencyKey: subKey, body });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  await server.stop();
+  sqlite3(path.join(server.dataDir, 'webhooks.db'), `UPDATE front_idempotency SET body = replace(body, '127.0.0.1:9', '127.0.0.1:7') WHERE scope LIKE '%:${subKey}'`);
+  server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
+  try {
+    const api = client(server.baseUrl, key);
+    const replay = await api('POST', '/v1/webhooks/subscriptions', { idempotencyKey: subKey, body });
+    assert.deepEqual([replay.status, replay.body.error?.code], [500, 'DATA_DAMAGED'], `an altered reply was replayed: ${JSON.stringify(replay.body)}`);
+    assert.equal((await api('GET', '/v1/webhooks/subscriptions')).body.data.length, 1, 'no second subscription');
+    await until(async () => fatalLines(server), (lines) => lines.some((l) => l.table === 'front_idempotency'), 'logged at fatal', 5_000);
+  } finally {
+    await server.stop();
+  }
+  const verify = kobo(server.dataDir, 'verify');
+  assert.notEqual(verify.status, 0);
+  assert.match(verify.stderr, /webhooks\.db: the front-end idempotency record of .* fails its checksum/);
+});
