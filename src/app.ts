@@ -93,7 +93,7 @@ export function bootstrapKeys(control: ControlStore, entries: readonly string[],
 function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'server.pid');
   const lock = tryLockDataDir(dataDir, 'server');
-  if (lock === null) throw new Error(`data dir ${dataDir} is in use by ${describeHolder(dataDir)}`);
+  if (lock === null) throw new Error(`data dir ${dataDir} is in use by ${describeHolder(dataDir, 'server')}`);
   if (fs.existsSync(path.join(dataDir, RESTORE_MARKER))) {
     lock.release();
     // A restore stopped between moving the old files out and the backup's in: neither set is whole.

@@ -89,9 +89,12 @@ export function lockHolder(dataDir: string): { name: LockHolderName; pid: number
   }
 }
 
-/** "a kobo server (pid 123)" or "`kobo restore` (pid 456)": who is using the data dir, for refusals. */
-export function describeHolder(dataDir: string): string {
+/**
+ * "a kobo server (pid 123)" ("another …" when a server asks) or "`kobo restore` (pid 456)": who is
+ * using the data dir, for refusals.
+ */
+export function describeHolder(dataDir: string, asker: 'server' | 'cli' = 'cli'): string {
   const holder = lockHolder(dataDir);
   if (holder !== null && holder.name !== 'server') return `\`${holder.name}\` (pid ${holder.pid})`;
-  return `a kobo server (pid ${holder?.pid ?? recordedPid(dataDir) ?? 'unknown'})`;
+  return `${asker === 'server' ? 'another' : 'a'} kobo server (pid ${holder?.pid ?? recordedPid(dataDir) ?? 'unknown'})`;
 }

@@ -113,7 +113,7 @@ test('restore holds the lock for its whole run: a server started meanwhile refus
     for (const file of open) assert.equal(path.dirname(file), fs.realpathSync(dataDir), `the server has ${file} open, outside the restored dir`);
     const second = await tryServer(dataDir);
     assert.equal(second.outcome, 'refused');
-    assert.match(second.output, /in use by a kobo server/);
+    assert.match(second.output, /in use by another kobo server \(pid \d+\)/);
     assert.doesNotMatch(second.output, /CONSTRAINT/);
   } finally {
     await server.stop();
