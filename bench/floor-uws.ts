@@ -16,6 +16,7 @@ import { IDEM_LOG_SQL } from '../src/store/idem-log.ts';
 import { DUE_SQL } from '../src/store/due-log.ts';
 import { logSegmentSql, walSegmentSql } from '../src/journal/log-segments.ts';
 import { encodeLogBody, logRowChecksum } from '../src/journal/log-record.ts';
+import { dueRowChecksum, idemRowChecksum } from '../src/store/row-checks.ts';
 import { FrontIdempotencyStore } from '../src/http/idempotency-store.ts';
 import { mintId } from '../src/ids.ts';
 
@@ -96,15 +97,17 @@ function sqliteWriter(): Writer {
   db.exec(`${walSegmentSql('wal_1')}; ${COLD_SQL} ${IDEM_LOG_SQL} ${DUE_SQL}`);
   const wal = db.prepare('INSERT INTO wal_1 (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
   const cold = db.prepare('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
-  const idem = db.prepare('INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const due = db.prepare('INSERT INTO due (owner, expires_at_ms, partition, id, lsn) VALUES (?, ?, ?, ?, ?)');
+  const idem = db.prepare('INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const due = db.prepare('INSERT INTO due (owner, expires_at_ms, partition, id, lsn, crc) VALUES (?, ?, ?, ?, ?, ?)');
   const write = db.transaction((batch: readonly Rows[], batchNo: number) => {
     for (const r of batch) {
       wal.run(r.lsn, r.partition, batchNo, r.record, crc32(r.record));
       cold.run(0, r.txnId, r.lsn, r.partition, r.txn, crc32(r.txn));
       cold.run(1, r.paymentId, r.lsn, r.partition, r.payment, crc32(r.payment));
-      idem.run(r.lsn, r.lsn, r.partition, r.owner, r.lsn, r.scope, r.fingerprint, 201, r.reply, null, r.atMs);
-      due.run(r.owner, r.atMs + 86_400_000, r.partition, r.paymentId, r.lsn);
+      const idemRow = { lsn: r.lsn, partition: r.partition, owner: r.owner, h: r.lsn, scope: r.scope, fingerprint: r.fingerprint, status: 201, json: r.reply, error: null, at_ms: r.atMs };
+      idem.run(r.lsn, r.lsn, r.partition, r.owner, r.lsn, r.scope, r.fingerprint, 201, r.reply, null, r.atMs, idemRowChecksum(idemRow));
+      const dueRow = { owner: r.owner, expires_at_ms: r.atMs + 86_400_000, partition: r.partition, id: r.paymentId, lsn: r.lsn };
+      due.run(dueRow.owner, dueRow.expires_at_ms, dueRow.partition, dueRow.id, dueRow.lsn, dueRowChecksum(dueRow));
     }
   });
   const journal = fs.openSync(`${file}-wal`, 'r');

@@ -16,9 +16,11 @@ import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { restrictDataDir } from './store/private-files.ts';
-import { recordedPid, tryLockDataDir } from './store/dir-lock.ts';
+import { describeHolder, RESTORE_MARKER, tryLockDataDir } from './store/dir-lock.ts';
+import type { ReconciliationNotice } from './metrics/shard-metrics.ts';
 import { ShardPool } from './shard/pool.ts';
 import { ControlStore, generateSecret, type OperatorAction } from './store/control-store.ts';
+import type { Command } from './shard/protocol.ts';
 import { Authenticator } from './http/auth.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { IdempotencyIndex } from './http/idempotency.ts';
@@ -85,16 +87,34 @@ export function bootstrapKeys(control: ControlStore, entries: readonly string[],
   return secret;
 }
 
-/** Takes the data dir's lock (see dir-lock.ts); server.pid then names this process for operators and the CLI. */
+/**
+ * Takes the data dir's lock (see dir-lock.ts) before anything in the dir is read or written: a restore or
+ * an offline snapshot holds it for its whole run. server.pid then names this process for operators.
+ */
 function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'server.pid');
-  const lock = tryLockDataDir(dataDir);
-  if (lock === null) throw new Error(`data dir ${dataDir} is in use by another kobo server (pid ${recordedPid(dataDir) ?? 'unknown'})`);
+  const lock = tryLockDataDir(dataDir, 'server');
+  if (lock === null) throw new Error(`data dir ${dataDir} is in use by ${describeHolder(dataDir, 'server')}`);
+  if (fs.existsSync(path.join(dataDir, RESTORE_MARKER))) {
+    lock.release();
+    // A restore stopped between moving the old files out and the backup's in: neither set is whole.
+    throw new Error(`data dir ${dataDir} holds an interrupted restore (${RESTORE_MARKER}); run \`kobo restore FILE\` again (what was there is kept beside the dir)`);
+  }
   fs.writeFileSync(file, String(process.pid));
   return () => {
     fs.rmSync(file, { force: true });
     lock.release();
   };
+}
+
+/** A contradiction a rail reported (or an operator's resolution of one), in the operator's words. */
+function logReconciliation(warn: Log, { transactionId, reconciliation: r }: ReconciliationNotice): void {
+  const fields = { transaction_id: transactionId, kind: r.kind, entity_id: r.entityId, attempt: r.attempt, rail: r.rail, recorded: r.recorded, reported: r.reported, provider_reference: r.providerReference };
+  if (r.status === 'required') {
+    warn(`reconciliation required: the ${r.kind} rail ${r.rail} reported ${r.reported} for ${r.entityId} (attempt ${r.attempt}) after kobo recorded ${r.recorded}; transaction ${transactionId} cannot be retried until an operator resolves it (kobo reconcile list)`, fields);
+  } else {
+    warn(`reconciliation resolved: transaction ${transactionId} keeps the ${r.resolution === 'recorded' ? `recorded outcome (${r.recorded})` : `rail's outcome (${r.reported})`}${r.note === undefined ? '' : `: ${r.note}`}`, { ...fields, resolution: r.resolution });
+  }
 }
 
 /** How long an online backup may hold cross-shard steps, whatever its CLI asks. */
@@ -121,24 +141,21 @@ function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log):
     busy = true;
     void (async () => {
       for (const action of control.pendingActions()) {
-        if (action.kind !== 'order.resolve') {
+        if (action.kind !== 'order.resolve' && action.kind !== 'reconcile.resolve') {
           control.completeAction(action.id, await forwardsAction(pool, action), Date.now());
           continue;
         }
         const partition = partitionOfId(action.target);
         const outcome = action.payload.outcome;
-        if (outcome === undefined) {
-          control.completeAction(action.id, 'VALIDATION: no outcome', Date.now());
+        const command = commandOfAction(action, partition);
+        if (typeof command === 'string') {
+          control.completeAction(action.id, command, Date.now());
           continue;
         }
-        if (partition < 0 || partition >= PARTITIONS) {
-          control.completeAction(action.id, 'NOT_FOUND: not an order id', Date.now());
-          continue;
-        }
-        const reply = await pool.send({ k: 'order.resolve', id: action.target, outcome, owner: 'system:operator', nowMs: Date.now(), partition });
+        const reply = await pool.send(command);
         const result = reply.error === undefined ? 'ok' : `${reply.error.code}: ${reply.error.message}`;
         control.completeAction(action.id, result, Date.now());
-        log(`operator action ${action.id} (${action.kind} ${action.target} ${action.payload.outcome}): ${result}`);
+        log(`operator action ${action.id} (${action.kind} ${action.target} ${outcome ?? ''}): ${result}`);
       }
     })().finally(() => {
       busy = false;
@@ -146,6 +163,19 @@ function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log):
   }, 250);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** The shard command an operator's decision becomes, or why it cannot (the action's result). */
+function commandOfAction(action: OperatorAction, partition: number): Command | string {
+  const outcome = action.payload.outcome;
+  if (partition < 0 || partition >= PARTITIONS) return `NOT_FOUND: not ${action.kind === 'order.resolve' ? 'an order' : 'a transaction'} id`;
+  const base = { owner: 'system:operator', nowMs: Date.now(), partition };
+  if (action.kind === 'order.resolve') {
+    if (outcome !== 'delivered' && outcome !== 'failed') return 'VALIDATION: no outcome';
+    return { ...base, k: 'order.resolve', id: action.target, outcome };
+  }
+  if (outcome !== 'recorded' && outcome !== 'reported') return 'VALIDATION: no outcome';
+  return { ...base, k: 'txn.reconcile', id: action.target, outcome, note: action.payload.note ?? null };
 }
 
 /**
@@ -173,8 +203,13 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   const config: Readonly<Config> = { ...config_, shards: shardsFor(config_) };
   const debug: Log = logging?.debug ?? (() => {});
   restrictDataDir(config.dataDir);
-  ensureLayout(config.dataDir, config.shards);
   const unlock = lockDataDir(config.dataDir);
+  try {
+    ensureLayout(config.dataDir, config.shards);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const control = new ControlStore(config.dataDir);
   const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
   const clocks = new SandboxClocks(control);
@@ -211,6 +246,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     onWallets: (updates) => walletViews.update(updates),
     onMetrics: (message) => {
       metrics.shard(message);
+      for (const notice of message.reconciliations) logReconciliation(logging?.warn ?? log, notice);
       if (message.batchSizes.length > 0 || message.queued > 0) {
         debug(`shard ${message.shard}: ${message.batchSizes.length} group commit(s), ${message.walRecords} WAL record(s), ${message.queued} queued`);
       }

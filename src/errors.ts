@@ -30,6 +30,8 @@ export const ERROR_STATUS = {
   VERIFICATION_FAILED: 422,
   RATE_LIMITED: 429,
   INTERNAL: 500,
+  /** A stored row fails its checksum: not served (docs/decisions.md, "Trust (issue #24, data)"). */
+  DATA_DAMAGED: 500,
   PROVIDER_FAILURE: 502,
   MAINTENANCE: 503,
   UNAVAILABLE: 503,

@@ -1,49 +1,44 @@
-// `kobo snapshot` and `kobo restore`: a backup is one SQLite file holding every partition's image at
-// its LSN (checksummed), the finished entities and idempotency records up to that LSN, the layout, the
-// API keys (hashed), the sandbox clocks and the webhook tables. Runs in the CLI.
-// Snapshot works while the server runs (read transactions); restore refuses while it runs.
+// `kobo snapshot`: a backup is one SQLite file holding every partition's image at its LSN (checksummed),
+// the finished entities, idempotency and expiry rows up to that LSN (each with its checksum), the layout,
+// the API keys (hashed), the sandbox clocks, the webhook tables and, written last, a manifest of it all.
+// Runs in the CLI. Online (a server holds the data dir) it only reads, at one cut across the shards;
+// offline it holds the data dir's lock for its whole run. Restore is in restore.ts.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { dataDirLocked, recordedPid } from '../store/dir-lock.ts';
-import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
-import type { IdemRowOut } from '../store/idem-log.ts';
+import { describeHolder, lockHolder, tryLockDataDir } from '../store/dir-lock.ts';
+import { ShardStore } from '../store/shard-store.ts';
 import { recoverShard } from '../shard/recovery.ts';
-import { compressImageSync, decompressImage, snapshotRow } from '../store/snapshot.ts';
-import { decodePartition, encodePartition } from '../shard/partition-image.ts';
-import { ensureLayout, partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
+import { compressImageSync, snapshotRow } from '../store/snapshot.ts';
+import { encodePartition } from '../shard/partition-image.ts';
+import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
-import { DUE_COLUMNS, DUE_SQL } from '../store/due-log.ts';
-import { damagedColdRows, kindCode } from '../store/cold-table.ts';
+import { DUE_BACKUP_COLUMNS, DUE_SQL } from '../store/due-log.ts';
+import { kindCode } from '../store/cold-table.ts';
 import type { DerivedBatch } from '../store/derived-rows.ts';
 import { ownerOfScope } from '../store/tiers.ts';
 import { scopeHash } from '../store/scope-hash.ts';
 import { crc32 } from 'node:zlib';
-import { WebhookStore } from '../webhooks/store.ts';
+import { dueRowChecksum, idemRowChecksum } from '../store/row-checks.ts';
 import { makeDir } from '../store/private-files.ts';
+import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
 
-const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
+export const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
 
 /** The shard file's tiered tables, copied whole (rows up to the backup's LSN) into the backup. */
 const TIER_TABLES_SQL = `
   CREATE TABLE IF NOT EXISTS cold (kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
     body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS idem (scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
-    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL) WITHOUT ROWID;
+    fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL, crc INTEGER) WITHOUT ROWID;
   ${DUE_SQL}`;
-const TIER_COLUMNS = {
+export const TIER_COLUMNS = {
   cold: 'kind, id, lsn, partition, body, crc',
-  idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn',
-  due: DUE_COLUMNS,
+  idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn, crc',
+  due: DUE_BACKUP_COLUMNS,
 } as const;
-
-/** The running server's PID (0 when it wrote none), or null when no server holds the data dir's lock. */
-export function serverPid(dataDir: string): number | null {
-  if (!fs.existsSync(dataDir) || !dataDirLocked(dataDir)) return null;
-  return recordedPid(dataDir) ?? 0;
-}
 
 export interface SnapshotResult {
   file: string;
@@ -93,22 +88,38 @@ async function openAtOneCut(dataDir: string, shards: number): Promise<ShardStore
   }
 }
 
+/**
+ * Offline (no server), the backup takes the data dir's lock and holds it to the end: it writes fresh
+ * images into the shard files, and a server starting meanwhile would replay under it. Online, the
+ * server holds the lock and the backup only reads. Another CLI holding it (a restore) is waited out by
+ * the operator, never raced.
+ */
 export async function takeSnapshot(dataDir: string, outFile: string, progress: (m: string) => void = () => {}): Promise<SnapshotResult> {
   const layout = readLayout(dataDir);
-  const online = serverPid(dataDir) !== null;
-  makeDir(path.dirname(outFile));
-  if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} exists; choose another --out`);
-  const cut = online ? await openAtOneCut(dataDir, layout.shards) : null;
-  // Written beside --out and renamed into place only when complete: a failure leaves no file that
-  // looks like a backup.
-  const partial = `${outFile}.partial-${process.pid}`;
-  const backup = new Database(partial);
+  const lock = tryLockDataDir(dataDir, 'kobo snapshot');
+  const holder = lock === null ? lockHolder(dataDir) : null;
+  if (lock === null && holder !== null && holder.name !== 'server') {
+    throw new Error(`snapshot: ${dataDir} is in use by ${describeHolder(dataDir)}; try again when it has finished`);
+  }
+  const online = lock === null;
+  progress(online ? 'a server runs on the data dir: reading at one cut across the shards' : "holding the data dir's lock: no server can start until the backup is written");
   try {
-    return fillBackup(backup, { dataDir, layout, cut, online, progress, partial, outFile });
-  } catch (error) {
-    if (backup.open) backup.close();
-    for (const file of [partial, `${partial}-journal`]) fs.rmSync(file, { force: true });
-    throw error;
+    makeDir(path.dirname(outFile));
+    if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} exists; choose another --out`);
+    const cut = online ? await openAtOneCut(dataDir, layout.shards) : null;
+    // Written beside --out and renamed into place only when complete: a failure leaves no file that
+    // looks like a backup.
+    const partial = `${outFile}.partial-${process.pid}`;
+    const backup = new Database(partial);
+    try {
+      return fillBackup(backup, { dataDir, layout, cut, online, progress, partial, outFile });
+    } catch (error) {
+      if (backup.open) backup.close();
+      for (const file of [partial, `${partial}-journal`]) fs.rmSync(file, { force: true });
+      throw error;
+    }
+  } finally {
+    lock?.release();
   }
 }
 
@@ -176,10 +187,12 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
     backup.exec('DETACH DATABASE wh');
   }
   const meta = backup.prepare('INSERT INTO meta VALUES (?, ?)');
-  meta.run('format', 'kobo-backup-1');
+  meta.run('format', BACKUP_FORMAT);
   meta.run('shards', String(layout.shards));
   meta.run('partitions', String(layout.partitions));
   meta.run('taken_at', new Date().toISOString());
+  const manifest = writeManifest(backup);
+  progress(`manifest: ${manifest.partitions.length} partitions, ${Object.entries(manifest.rows).map(([t, n]) => `${t} ${n}`).join(', ')}; ${manifest.digest}`);
   backup.close();
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} appeared while the backup was written; choose another --out`);
   fs.renameSync(partial, outFile);
@@ -189,15 +202,16 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
 /** Applies derived rows (in their order) to the backup's cold, idempotency and expiry tables. */
 function addDerived(backup: Database.Database, derived: DerivedBatch): void {
   const cold = backup.prepare(`INSERT OR REPLACE INTO cold (${TIER_COLUMNS.cold}) VALUES (?, ?, ?, ?, ?, ?)`);
-  const idem = backup.prepare(`INSERT OR REPLACE INTO idem (${TIER_COLUMNS.idem}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const dueSet = backup.prepare(`INSERT OR IGNORE INTO due (owner, expires_at_ms, partition, id, lsn) VALUES (?, ?, ?, ?, ?)`);
+  const idem = backup.prepare(`INSERT OR REPLACE INTO idem (${TIER_COLUMNS.idem}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const dueSet = backup.prepare(`INSERT OR IGNORE INTO due (owner, expires_at_ms, partition, id, lsn, crc) VALUES (?, ?, ?, ?, ?, ?)`);
   const dueDrop = backup.prepare('DELETE FROM due WHERE owner = ? AND expires_at_ms = ? AND partition = ? AND id = ?');
   backup.transaction(() => {
     for (const row of derived.cold) cold.run(kindCode(row.kind), row.id, row.lsn, row.partition, row.body, crc32(row.body));
     for (const { lsn, partition, op } of derived.idem) {
       if (op.op === 'put') {
         const r = op.record;
-        idem.run(r.scope, partition, ownerOfScope(r.scope), r.h ?? scopeHash(r.scope), r.fingerprint, r.status, r.json ?? null, r.error === undefined ? null : JSON.stringify(r.error), r.atMs, lsn);
+        const fields = { lsn, partition, owner: ownerOfScope(r.scope), h: r.h ?? scopeHash(r.scope), scope: r.scope, fingerprint: r.fingerprint, status: r.status, json: r.json ?? null, error: r.error === undefined ? null : JSON.stringify(r.error), at_ms: r.atMs };
+        idem.run(fields.scope, partition, fields.owner, fields.h, fields.fingerprint, fields.status, fields.json, fields.error, fields.at_ms, lsn, idemRowChecksum(fields));
       } else if (op.op === 'forget') {
         for (const scope of op.scopes) backup.prepare('DELETE FROM idem WHERE scope = ?').run(scope);
       } else {
@@ -207,7 +221,10 @@ function addDerived(backup: Database.Database, derived: DerivedBatch): void {
       }
     }
     for (const c of derived.due) {
-      if (c.op === 'set') dueSet.run(c.entry.owner, c.entry.expiresAtMs, c.partition, c.entry.id, c.lsn);
+      if (c.op === 'set') {
+        const row = { owner: c.entry.owner, expires_at_ms: c.entry.expiresAtMs, partition: c.partition, id: c.entry.id, lsn: c.lsn };
+        dueSet.run(row.owner, row.expires_at_ms, row.partition, row.id, row.lsn, dueRowChecksum(row));
+      }
       else dueDrop.run(c.entry.owner, c.entry.expiresAtMs, c.partition, c.entry.id);
     }
   })();
@@ -223,126 +240,9 @@ function copyTiers(backup: Database.Database, shardPath: string, lsn: number): {
       has(from) ? backup.prepare(`INSERT OR REPLACE INTO ${table} (${TIER_COLUMNS[table]}) SELECT ${TIER_COLUMNS[table]} FROM s.${from} WHERE lsn <= ?`).run(lsn).changes : 0;
     // Expiry rows of collections still waiting at `lsn` (a row a sweep dropped after it is not copied:
     // that collection had been paid or had failed by then, and restored it may wait without expiring).
+    // Every row keeps the checksum it was written with: restore checks it against the row it restores.
     return { cold: copy('cold', 'cold'), idem: copy('idem', has('idem_log') ? 'idem_log' : 'idem'), due: copy('due', 'due') };
   } finally {
     backup.exec('DETACH DATABASE s');
-  }
-}
-
-/** Puts the backup's cold and idempotency rows of this shard's partitions into its fresh file. */
-function restoreTiers(store: ShardStore, backupFile: string, shard: number, shards: number): void {
-  store.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
-  try {
-    const present = (table: string): boolean => store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
-    // A backup from before finished entities left the heap has neither table.
-    if (present('cold')) store.db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
-    if (present('due')) store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_COLUMNS}) SELECT ${DUE_COLUMNS} FROM bk.due WHERE partition % ? = ?`).run(shards, shard);
-    if (present('idem')) {
-      const rows = store.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM bk.idem WHERE partition % ? = ? ORDER BY lsn').all(shards, shard) as IdemRowOut[];
-      store.db.transaction(() => store.idem.putRows(rows))();
-    }
-  } finally {
-    store.db.exec('DETACH DATABASE bk');
-  }
-}
-
-export interface RestoreResult {
-  dataDir: string;
-  previous: string | null;
-  partitions: number;
-}
-
-/** A backup refused before anything moves: its sqlite pages, its partition images and its finished rows. */
-function checkBackup(backup: Database.Database, backupFile: string): { shards: number; rows: PartitionRow[] } {
-  let meta: Map<string, string>;
-  try {
-    meta = new Map((backup.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((r) => [r.key, r.value]));
-  } catch (error) {
-    // Not sqlite at all, truncated, or sqlite without kobo's tables: say so in the operator's terms.
-    throw new Error(`restore: ${backupFile} is not a kobo backup, or is damaged (${(error as Error).message})`, { cause: error });
-  }
-  if (meta.get('format') !== 'kobo-backup-1') throw new Error(`restore: ${backupFile} is not a kobo backup`);
-  const integrity = backup.pragma('integrity_check', { simple: true });
-  if (integrity !== 'ok') throw new Error(`restore: ${backupFile} is damaged (sqlite integrity check: ${String(integrity)})`);
-  const rows = backup.prepare('SELECT partition, lsn, body, crc FROM partitions ORDER BY partition').all() as PartitionRow[];
-  for (const row of rows) {
-    if (snapshotChecksum(row.partition, row.lsn, row.body) !== row.crc) throw new Error(`restore: partition ${row.partition} fails its checksum; the backup is damaged`);
-    decodePartition(decompressImage(row.body));
-  }
-  for (const row of damagedColdRows(backup)) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
-  return { shards: Number(meta.get('shards')), rows };
-}
-
-interface PartitionRow {
-  partition: number;
-  lsn: number;
-  body: Buffer;
-  crc: number;
-}
-
-/** Writes the backup's shards, keys, clocks and webhook tables into `dir` (a fresh staging dir). */
-function writeRestored(dir: string, backup: Database.Database, backupFile: string, checked: { shards: number; rows: PartitionRow[] }, progress: (m: string) => void): void {
-  const { shards, rows } = checked;
-  ensureLayout(dir, shards);
-  for (let shard = 0; shard < shards; shard += 1) {
-    const mine = rows.filter((r) => r.partition % shards === shard);
-    const store = new ShardStore(path.join(dir, shardFile(shard)));
-    const baseLsn = Math.max(0, ...mine.map((r) => r.lsn));
-    store.setMeta('base_lsn', String(baseLsn));
-    for (const row of mine) store.writeSnapshot({ partition: row.partition, lsn: row.lsn, takenAtMs: Date.now(), body: row.body, crc: row.crc });
-    restoreTiers(store, backupFile, shard, shards);
-    store.close();
-    progress(`shard ${shard}: ${mine.length} partitions restored (WAL continues after LSN ${baseLsn})`);
-  }
-  const control = openDatabase(path.join(dir, 'control.db'));
-  control.exec(CONTROL_SCHEMA_SQL);
-  const insertKey = control.prepare('INSERT INTO api_keys VALUES (@id, @hash, @prefix, @account, @env, @scopes, @ip_allow, @customer_id, @status, @created_at_ms, @expires_at_ms, @label)');
-  for (const key of backup.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>) insertKey.run(key);
-  for (const clock of backup.prepare('SELECT owner, offset_ms FROM clocks').all() as Array<{ owner: string; offset_ms: number }>) {
-    control.prepare('INSERT INTO clocks VALUES (?, ?)').run(clock.owner, clock.offset_ms);
-  }
-  control.close();
-  const webhooks = new WebhookStore(dir);
-  webhooks.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
-  for (const table of WEBHOOK_TABLES) {
-    const present = webhooks.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE name = ?").get(`webhook_${table}`);
-    if (present !== undefined) webhooks.db.exec(`INSERT INTO ${table} SELECT * FROM bk.webhook_${table}`);
-  }
-  webhooks.db.exec('DETACH DATABASE bk');
-  webhooks.close();
-}
-
-/**
- * Replaces the data dir with a backup. The whole backup is checked first, and the new dir is built
- * beside the old one and swapped in only once complete: a damaged backup or a failure halfway leaves
- * the data dir as it was, never a partial one a supervisor would start a server on.
- */
-export function restoreBackup(dataDir: string, backupFile: string, progress: (m: string) => void = () => {}): RestoreResult {
-  const pid = serverPid(dataDir);
-  if (pid !== null) throw new Error(`restore: the server (pid ${pid}) is using ${dataDir}; stop it first`);
-  if (!fs.existsSync(backupFile)) throw new Error(`restore: no backup at ${backupFile}`);
-  const backup = new Database(backupFile, { readonly: true, fileMustExist: true });
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const staging = `${dataDir}.restoring-${stamp}`;
-  try {
-    const checked = checkBackup(backup, backupFile);
-    try {
-      writeRestored(staging, backup, backupFile, checked, progress);
-    } catch (error) {
-      fs.rmSync(staging, { recursive: true, force: true });
-      throw error;
-    }
-    let previous: string | null = null;
-    if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
-      previous = `${dataDir}.pre-restore-${stamp}`;
-      fs.renameSync(dataDir, previous);
-      progress(`moved the current data dir aside to ${previous}`);
-    } else if (fs.existsSync(dataDir)) {
-      fs.rmdirSync(dataDir);
-    }
-    fs.renameSync(staging, dataDir);
-    return { dataDir, previous, partitions: checked.rows.length };
-  } finally {
-    backup.close();
   }
 }

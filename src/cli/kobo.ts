@@ -1,4 +1,4 @@
-// `npm run kobo -- <command>`: the operator CLI (keys, snapshot, restore, verify, webhooks, orders).
+// `npm run kobo -- <command>`: the operator CLI (keys, snapshot, restore, verify, webhooks, orders, reconcile).
 // Runs as its own process (dist/kobo.js); reads config through src/config.ts like the server does.
 // Invariant: every command names the data dir it works on (stderr) and exits non-zero on failure with
 // one clear line; only `--init` (or `restore`) may create a data dir, so a mistyped path is refused.
@@ -8,7 +8,9 @@ import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { ControlStore, generateSecret, keyExpired, type KeyRecord } from '../store/control-store.ts';
 import { verifyDataDir } from './verify.ts';
-import { restoreBackup, takeSnapshot } from './backup.ts';
+import { takeSnapshot } from './backup.ts';
+import { restoreBackup } from './restore.ts';
+import { listReconciliations, reconciliationLine } from './reconcile.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { startConnector } from './connector.ts';
 import { makeDir } from '../store/private-files.ts';
@@ -169,6 +171,41 @@ orders
     process.stdout.write('applied\n');
   });
 
+/** An operator's note on a resolution: kept with the transaction (and in the WAL record), so bounded. */
+const NOTE_CHARS_MAX = 500;
+const reconcile = program.command('reconcile').description('transactions a rail contradicted (settled after failed, failed after completed): list and resolve');
+reconcile
+  .command('list')
+  .description('open ones: each refuses retry (409) until resolved; reads the shard files (a server may run)')
+  .option('--json', 'print them as JSON')
+  .action((opts: { json?: boolean }) => {
+    const open = listReconciliations(config.dataDir, progress);
+    if (opts.json === true) process.stdout.write(`${JSON.stringify(open, null, 2)}\n`);
+    else for (const r of open) process.stdout.write(`${reconciliationLine(r)}\n`);
+    if (opts.json !== true) process.stdout.write(`${open.length} transaction(s) await reconciliation\n`);
+  });
+reconcile
+  .command('resolve <transactionId>')
+  .description("after asking the provider: 'recorded' keeps kobo's outcome (retry allowed again), 'reported' confirms the rail's (never retried); moves no money")
+  .addOption(new Option('--outcome <outcome>', 'which outcome stands').choices(['recorded', 'reported']).makeOptionMandatory())
+  .option('--note <text>', 'what the operator found (kept with the transaction)')
+  .option('--no-wait', 'queue the decision and return at once')
+  .action(async (transactionId: string, opts: { outcome: 'recorded' | 'reported'; note?: string; wait: boolean }) => {
+    if (!isUlid(transactionId)) throw new Error(`reconcile resolve: ${transactionId} is not a transaction id (a ULID)`);
+    if (opts.note !== undefined && (opts.note.length > NOTE_CHARS_MAX || /[\u0000-\u001f\u007f-\u009f]/.test(opts.note))) throw new Error(`reconcile resolve: --note must be at most ${NOTE_CHARS_MAX} characters of text without control characters`);
+    const control = new ControlStore(config.dataDir);
+    const id = control.queueAction({ kind: 'reconcile.resolve', target: transactionId, payload: { outcome: opts.outcome, ...(opts.note === undefined ? {} : { note: opts.note }) } }, Date.now());
+    process.stdout.write(`queued ${id}: resolve ${transactionId} as ${opts.outcome}\n`);
+    const action = opts.wait ? await control.appliedAction(id, 15_000, 100) : undefined;
+    control.close();
+    if (action === undefined) {
+      if (opts.wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
+      return;
+    }
+    if (action.result !== 'ok') throw new Error(`the server refused: ${action.result ?? ''}`);
+    process.stdout.write('applied\n');
+  });
+
 program
   .command('snapshot')
   .description('write a backup file of every partition (works while the server runs)')
@@ -182,8 +219,9 @@ program
 program
   .command('restore <file>')
   .description('replace the data dir with a backup (the server must be stopped; the old dir is kept aside)')
-  .action((file: string) => {
-    const result = restoreBackup(config.dataDir, path.resolve(file), progress);
+  .option('--allow-no-manifest', 'restore a backup written before backups carried a manifest (nothing proves it complete)')
+  .action((file: string, opts: { allowNoManifest?: boolean }) => {
+    const result = restoreBackup(config.dataDir, path.resolve(file), progress, { allowNoManifest: opts.allowNoManifest === true });
     process.stdout.write(`restored ${result.partitions} partitions into ${result.dataDir}${result.previous === null ? '' : `; previous data kept at ${result.previous}`}\n`);
   });
 

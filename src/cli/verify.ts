@@ -1,4 +1,4 @@
-// `kobo verify`: checks every WAL record, snapshot and cold-row checksum; that newest snapshot + WAL
+// `kobo verify`: checks every WAL record, snapshot, cold-row, idempotency-row and expiry-row checksum; that newest snapshot + WAL
 // tail equals a full replay (or, once old records are truncated, the oldest kept snapshot + its longer
 // tail); the ledger invariants (per-currency debits = credits, no wallet below zero, no open hold on a
 // finished transaction); sqlite's page and index check; and that no failed or refunded wallet-paid
@@ -8,8 +8,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { addTotals, ledgerViolations, type CurrencyTotals } from '../ledger/ledger.ts';
-import { ShardStore, snapshotChecksum } from '../store/shard-store.ts';
+import { openDatabase, ShardStore, snapshotChecksum } from '../store/shard-store.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
+import { damagedDueRows, damagedFrontIdemRows, damagedIdemRows } from '../store/row-checks.ts';
 import { recoverShard } from '../shard/recovery.ts';
 import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
@@ -32,8 +33,8 @@ export interface VerifyReport {
 }
 
 function checkChecksums(store: ShardStore, shard: number, violations: string[], progress: (n: number) => void): { wal: number; snapshots: number } {
-  // sqlite's own check of every page, index and table: the idempotency, expiry and meta tables have no
-  // checksum of their own, and damage there would otherwise surface only when a request reads it.
+  // sqlite's own check of every page, index and table: damage to an index, or to the meta and snapshot
+  // tables' pages, would otherwise surface only when something reads it.
   const problems = store.db.pragma('quick_check', { simple: false }) as Array<{ quick_check: string }>;
   for (const { quick_check: problem } of problems) if (problem !== 'ok') violations.push(`shard ${shard}: sqlite check: ${problem}`);
   let wal = 0;
@@ -43,6 +44,8 @@ function checkChecksums(store: ShardStore, shard: number, violations: string[], 
     if (wal % 50_000 === 0) progress(wal);
   }
   for (const row of damagedColdRows(store.db)) violations.push(`shard ${shard}: cold row ${row.id} (kind ${row.kind}, LSN ${row.lsn}) fails its checksum`);
+  for (const row of damagedIdemRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
+  for (const row of damagedDueRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
   let snapshots = 0;
   const rows = store.db.prepare('SELECT partition, lsn, body, crc FROM snapshots').iterate() as IterableIterator<{ partition: number; lsn: number; body: Buffer; crc: number }>;
   for (const row of rows) {
@@ -187,6 +190,15 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
     }
   }
   violations.push(...clearing.violations());
+  const webhooksFile = path.join(dataDir, 'webhooks.db');
+  if (fs.existsSync(webhooksFile)) {
+    const webhooks = openDatabase(webhooksFile, { readonly: true });
+    try {
+      for (const row of damagedFrontIdemRows(webhooks)) violations.push(`webhooks.db: the ${row} fails its checksum`);
+    } finally {
+      webhooks.close();
+    }
+  }
   for (const [currency, t] of totals) {
     report.currencies[currency] = { debitsPosted: String(t.debitsPosted), creditsPosted: String(t.creditsPosted) };
     if (t.debitsPosted !== t.creditsPosted) violations.push(`${currency}: posted debits ${t.debitsPosted} != posted credits ${t.creditsPosted}`);

@@ -8,12 +8,9 @@ import type Database from 'better-sqlite3';
 import { isStoredResult, type StoredReply } from '../shard/state.ts';
 import type { Reply } from './types.ts';
 import { FOREIGN_REPLAY, storedForAnotherCustomer } from './idempotency.ts';
+import { addChecksums, DamagedRowError, DATA_DAMAGED_MESSAGE, frontIdemRowChecksum, reportDamage, type FrontIdemRowFields } from '../store/row-checks.ts';
 
-interface Row {
-  fingerprint: string;
-  status: number;
-  body: string;
-}
+type Row = FrontIdemRowFields & { crc: number | null };
 
 /** Inserts between sweeps of records past retention. */
 const SWEEP_EVERY_INSERTS = 1_000;
@@ -21,17 +18,19 @@ const SWEEP_EVERY_INSERTS = 1_000;
 export class FrontIdempotencyStore {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly find: Database.Statement<[string], Row>;
-  private readonly insert: Database.Statement<[string, string, number, string, number]>;
+  private readonly insert: Database.Statement<[string, string, number, string, number, number]>;
   private readonly sweep: Database.Statement<[number]>;
   private inserts = 0;
 
   constructor(db: Database.Database, private readonly retentionMs: number) {
     db.exec(`CREATE TABLE IF NOT EXISTS front_idempotency (
-      scope TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, at_ms INTEGER NOT NULL
+      scope TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, at_ms INTEGER NOT NULL, crc INTEGER
     );
     CREATE INDEX IF NOT EXISTS front_idempotency_at ON front_idempotency(at_ms);`);
-    this.find = db.prepare('SELECT fingerprint, status, body FROM front_idempotency WHERE scope = ?');
-    this.insert = db.prepare('INSERT OR REPLACE INTO front_idempotency (scope, fingerprint, status, body, at_ms) VALUES (?, ?, ?, ?, ?)');
+    // Each row's checksum (frontIdemRowChecksum) is checked at every replay; older rows get theirs once.
+    addChecksums(db, 'front_idempotency', ['scope', 'fingerprint', 'status', 'body', 'at_ms'], frontIdemRowChecksum);
+    this.find = db.prepare('SELECT scope, fingerprint, status, body, at_ms, crc FROM front_idempotency WHERE scope = ?');
+    this.insert = db.prepare('INSERT OR REPLACE INTO front_idempotency (scope, fingerprint, status, body, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?)');
     this.sweep = db.prepare('DELETE FROM front_idempotency WHERE at_ms < ?');
     FrontIdempotencyStore.forgetSecrets(db);
   }
@@ -41,15 +40,16 @@ export class FrontIdempotencyStore {
    * so no replay shows a secret again (see Reply.replayJson).
    */
   private static forgetSecrets(db: Database.Database): void {
-    const rows = db.prepare("SELECT scope, body FROM front_idempotency WHERE body LIKE '%whsec%'").all() as Array<{ scope: string; body: string }>;
-    const update = db.prepare('UPDATE front_idempotency SET body = ? WHERE scope = ?');
+    const rows = db.prepare("SELECT scope, fingerprint, status, body, at_ms FROM front_idempotency WHERE body LIKE '%whsec%'").all() as FrontIdemRowFields[];
+    const update = db.prepare('UPDATE front_idempotency SET body = ?, crc = ? WHERE scope = ?');
     for (const row of rows) {
       const stored = JSON.parse(row.body) as { json?: string };
       if (stored.json === undefined) continue;
       const reply = JSON.parse(stored.json) as { data?: { secret?: unknown } };
       if (reply.data === undefined || reply.data.secret === undefined) continue;
       delete reply.data.secret;
-      update.run(JSON.stringify({ json: JSON.stringify(reply) }), row.scope);
+      const body = JSON.stringify({ json: JSON.stringify(reply) });
+      update.run(body, frontIdemRowChecksum({ ...row, body }), row.scope);
     }
   }
 
@@ -67,6 +67,11 @@ export class FrontIdempotencyStore {
     for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
     const known = this.find.get(scope);
     if (known !== undefined) {
+      if (frontIdemRowChecksum(known) !== known.crc) {
+        // Never an altered replay, nor a second run of what the key already did.
+        reportDamage(new DamagedRowError('front_idempotency', `of scope ${scope.slice(0, scope.lastIndexOf(':') + 1)}… (webhooks.db)`));
+        return { status: 500, error: { code: 'DATA_DAMAGED', message: DATA_DAMAGED_MESSAGE } };
+      }
       if (known.fingerprint !== fingerprint) return 'replay_mismatch';
       const stored = JSON.parse(known.body) as Omit<StoredReply, 'status'>;
       if (customerScope !== null && storedForAnotherCustomer(stored.json, customerScope)) return FOREIGN_REPLAY;
@@ -79,7 +84,7 @@ export class FrontIdempotencyStore {
       if (isStoredResult(reply.status)) {
         const body = JSON.stringify(reply.error === undefined ? { json: reply.replayJson ?? reply.json } : { error: reply.error });
         const nowMs = Date.now();
-        this.insert.run(scope, fingerprint, reply.status, body, nowMs);
+        this.insert.run(scope, fingerprint, reply.status, body, nowMs, frontIdemRowChecksum({ scope, fingerprint, status: reply.status, body, at_ms: nowMs }));
         if (++this.inserts % SWEEP_EVERY_INSERTS === 0) this.sweep.run(nowMs - this.retentionMs);
       }
       return reply;

@@ -441,7 +441,8 @@ export class HttpServer {
 
   /** A 500 never carries internal text to the client: the detail goes to the log with the request id. */
   private internal(incoming: Incoming, reply: Reply): Reply {
-    if (reply.error?.message === INTERNAL_MESSAGE) return reply;
+    // DATA_DAMAGED carries a fixed message (no row detail: the shard logged that at fatal) the client must see.
+    if (reply.error?.message === INTERNAL_MESSAGE || reply.error?.code === 'DATA_DAMAGED') return reply;
     this.deps.log(`request ${incoming.requestId} ${incoming.method} ${incoming.path} answered 500: ${reply.error?.message ?? reply.json ?? ''}`);
     return this.errorReply(reject('INTERNAL', INTERNAL_MESSAGE));
   }

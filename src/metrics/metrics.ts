@@ -25,6 +25,7 @@ export class Metrics {
   private readonly connectorSeconds = new Histogram({ name: 'kobo_connector_call_duration_seconds', help: 'Time from a connector request sent to its answer (or timeout), by connector, kind and op.', labelNames: ['connector', 'kind', 'op'] as const, buckets: SECONDS_BUCKETS, registers: [this.registry] });
   private readonly connectorCallbacks = new Counter({ name: 'kobo_connector_callbacks_total', help: 'Callbacks from operator connectors: accepted (verified; applied or a harmless duplicate) or rejected (bad signature, stale, malformed).', labelNames: ['connector', 'result'] as const, registers: [this.registry] });
   private readonly fxRefused = new Counter({ name: 'kobo_fx_rates_refused_total', help: 'Live FX mid rates refused before pricing anything: outside_band (too far from kobo\'s reference rate) or unusable (not a plain positive decimal), by connector and pair.', labelNames: ['connector', 'pair', 'reason'] as const, registers: [this.registry] });
+  private readonly reconciliations = new Counter({ name: 'kobo_reconciliations_total', help: 'Transactions a rail contradicted (event required: an outcome reported after a different final one was recorded; retry is refused until an operator resolves it) and operator resolutions (event resolved), by rail kind.', labelNames: ['kind', 'event'] as const, registers: [this.registry] });
   private readonly workerQueued = new Gauge({ name: 'kobo_shard_worker_queued_commands', help: 'Commands waiting inside a shard worker at its last report.', labelNames: ['shard'] as const, registers: [this.registry] });
 
   constructor(queueDepths: () => readonly number[]) {
@@ -71,6 +72,7 @@ export class Metrics {
     }
     this.workerQueued.set({ shard }, message.queued);
     for (const sample of message.connectorCalls) this.connectorCall(sample);
+    for (const { reconciliation } of message.reconciliations) this.reconciliations.inc({ kind: reconciliation.kind, event: reconciliation.status });
   }
 
   connectorCall(sample: ConnectorCallSample): void {

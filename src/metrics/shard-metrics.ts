@@ -3,7 +3,8 @@
 // Worker thread (collector) and main thread (the message type). Plain data: it crosses postMessage.
 // Invariant: at most `SHARD_SAMPLES_MAX` samples per series per message; beyond that only counts grow.
 import type { Command } from '../shard/protocol.ts';
-import type { StoredReply } from '../shard/state.ts';
+import type { Reconciliation, StoredReply } from '../shard/state.ts';
+import type { WalEvent } from '../shard/events.ts';
 
 export const SHARD_SAMPLES_MAX = 10_000;
 export const SHARD_METRICS_INTERVAL_MS = 1_000;
@@ -25,6 +26,14 @@ export interface ShardMetricsMessage {
   queued: number;
   /** Connector calls made by this shard (at most SHARD_SAMPLES_MAX per message). */
   connectorCalls: ConnectorCallSample[];
+  /** Transactions marked for reconciliation (a rail contradicted them) or resolved, for the log and counter. */
+  reconciliations: ReconciliationNotice[];
+}
+
+/** A transaction a rail contradicted (or an operator's resolution of one): logged at warn and counted. */
+export interface ReconciliationNotice {
+  transactionId: string;
+  reconciliation: Reconciliation;
 }
 
 /** One call to an operator's connector: labels are config names and enums, never references. */
@@ -59,7 +68,7 @@ export class ShardMetrics {
   }
 
   private empty(): ShardMetricsMessage {
-    return { type: 'metrics', shard: this.shard, connectorCalls: [], batchSizes: [], commitSeconds: [], syncSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0 };
+    return { type: 'metrics', shard: this.shard, connectorCalls: [], batchSizes: [], commitSeconds: [], syncSeconds: [], walRecords: 0, snapshotSeconds: [], rails: {}, queued: 0, reconciliations: [] };
   }
 
   commit(commands: number, records: number, seconds: number): void {
@@ -77,6 +86,14 @@ export class ShardMetrics {
   rail(cmd: Command, reply: StoredReply): void {
     const key = railOutcome(cmd, reply);
     if (key !== null) this.message.rails[key] = (this.message.rails[key] ?? 0) + 1;
+  }
+
+  /** Notes each reconciliation event a command produced (called once per executed command). */
+  reconciliations(events: readonly WalEvent[]): void {
+    for (const event of events) {
+      if (event.t !== 'txn.reconciliation' || this.message.reconciliations.length >= SHARD_SAMPLES_MAX) continue;
+      this.message.reconciliations.push({ transactionId: event.id, reconciliation: event.reconciliation });
+    }
   }
 
   connectorCall(sample: ConnectorCallSample): void {

@@ -5,6 +5,7 @@
 import type { Effect, HandlerContext, Outcome } from './handlers/common.ts';
 import { errorReply } from './handlers/common.ts';
 import { reject } from '../errors.ts';
+import { DamagedRowError, DATA_DAMAGED_MESSAGE, reportDamage } from '../store/row-checks.ts';
 import { applyEvent, type WalEvent } from './events.ts';
 import type { Command } from './protocol.ts';
 import { isStoredResult, type IdempotencyRecord, type PartitionState, type StoredReply } from './state.ts';
@@ -17,6 +18,7 @@ import { orderPaid, refundOrder, resolveOrder, retryOrder } from './handlers/ful
 import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, submitTransfer } from './handlers/transfers.ts';
 import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from './handlers/beneficiaries.ts';
 import { railAnswered } from './handlers/rail-answers.ts';
+import { resolveReconciliation } from './lifecycle/reconcile.ts';
 import { checkoutPayment, createPayment, expirePayments, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 
 /**
@@ -75,6 +77,7 @@ function decide(ctx: HandlerContext, cmd: Command): Outcome {
     case 'order.retry': return retryOrder(ctx, cmd);
     case 'order.refund': return refundOrder(ctx, cmd);
     case 'order.resolve': return resolveOrder(ctx, cmd);
+    case 'txn.reconcile': return resolveReconciliation(ctx, cmd);
     case 'idem.expire': return expireIdempotency(cmd);
     case 'quotes.expire': return expireQuotes(ctx, cmd);
     case 'payments.expire': return expirePayments(ctx, cmd);
@@ -102,10 +105,25 @@ function storedReply(record: StoredReply): StoredReply {
   return record.error === undefined ? { status: record.status, json: record.json! } : { status: record.status, error: record.error };
 }
 
+/**
+ * The answer to a command that met a damaged row (see row-checks.ts): a 500 the front end passes on as
+ * is, saying the data is damaged, with nothing changed; the row itself goes to the log at fatal.
+ */
+function damaged(cmd: Command, error: DamagedRowError): Executed {
+  reportDamage(error, { command: cmd.k, partition: cmd.partition });
+  return { reply: { status: 500, error: { code: 'DATA_DAMAGED', message: DATA_DAMAGED_MESSAGE } }, events: [], effects: [] };
+}
+
 export function execute(ctx: HandlerContext, cmd: Command): Executed {
   const state: PartitionState = ctx.state;
   if (cmd.idem !== undefined) {
-    const record = cmd.idem.seq === undefined ? state.idempotency.get(cmd.idem.scope) : state.idempotency.getAt(cmd.idem.scope, cmd.idem.seq);
+    let record: IdempotencyRecord | undefined;
+    try {
+      record = cmd.idem.seq === undefined ? state.idempotency.get(cmd.idem.scope) : state.idempotency.getAt(cmd.idem.scope, cmd.idem.seq);
+    } catch (error) {
+      if (error instanceof DamagedRowError) return damaged(cmd, error);
+      throw error;
+    }
     if (record !== undefined) {
       const reply = record.fingerprint === cmd.idem.fingerprint
         ? storedReply(record)
@@ -117,6 +135,7 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   try {
     outcome = decide(ctx, cmd);
   } catch (error) {
+    if (error instanceof DamagedRowError) return damaged(cmd, error);
     // Handlers only read state, so a throw here changed nothing: answer 500 rather than take the
     // shard (and every partition on it) down. A throw while *applying* events still stops the shard.
     // The detail goes to the log (stderr) only; the front end answers the client a generic 500.

@@ -23,6 +23,7 @@ import type {
   IdempotencyRecord,
   PartitionState,
   Payment,
+  Reconciliation,
   Transaction,
   Wallet,
 } from './state.ts';
@@ -48,6 +49,8 @@ export type WalEvent =
       holdId?: string | null;
       attempt?: number;
     }
+  /** A contradiction a rail reported is recorded on the transaction, or an operator resolved it. */
+  | { t: 'txn.reconciliation'; id: string; reconciliation: Reconciliation; atMs: number }
   | { t: 'payment.created'; payment: Payment }
   | { t: 'payment.moved'; id: string; status: PaymentStatus; atMs: number }
   /** A live collection rail took the payment: its reference and the page where the payer completes it. */
@@ -164,6 +167,13 @@ export function applyEvent(state: PartitionState, event: WalEvent): void {
       if (event.attempt !== undefined) txn.attempt = event.attempt;
       txn.updatedAtMs = event.atMs;
       txn.history.push({ status: event.status, atMs: event.atMs, attempt: txn.attempt, failureCode: event.failure?.code ?? null });
+      return;
+    }
+    case 'txn.reconciliation': {
+      const txn = state.transactions.mutable(event.id);
+      assert(txn !== undefined, 'apply: transaction missing');
+      txn.reconciliation = { ...event.reconciliation };
+      txn.updatedAtMs = event.atMs;
       return;
     }
     case 'payment.created':

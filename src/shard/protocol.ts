@@ -99,6 +99,8 @@ export type CommandBody =
   | { k: 'order.retry'; id: string }
   | { k: 'order.refund'; id: string }
   | { k: 'order.resolve'; id: string; outcome: 'delivered' | 'failed' }
+  /** An operator's decision on a transaction a rail contradicted (kobo reconcile resolve). */
+  | { k: 'txn.reconcile'; id: string; outcome: 'recorded' | 'reported'; note: string | null }
   /** Forget idempotency records older than each owner's cutoff (sandbox clocks differ per owner). */
   | { k: 'idem.expire'; cutoffMs: Record<string, number>; defaultCutoffMs: number }
   /** Take unused quotes past expiry out of the heap; the cutoff is each owner's sandbox-clock now. */

@@ -216,6 +216,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         passivation.note(ctx.state, lsnBase + records.length - 1);
       }
       for (const event of executed.events) if (event.t === 'outbox.added') outbox.push(event.event);
+      metrics.reconciliations(executed.events);
       // A stored idempotency record's row is its record's LSN; the front end's index keeps it.
       if (executed.stored === true) executed.reply.seq = lsnBase + records.length - 1;
       if (item.n >= 0) replies.push({ n: item.n, reply: executed.reply });

@@ -94,8 +94,35 @@ export interface Transaction {
   exchange?: { id: string; toAmountMinor: number; toCurrency: string };
   /** A service order's collection whose money went back to the payer when the purchase failed. */
   refund?: RefundState;
+  /**
+   * A rail reported an outcome that contradicts the final one kobo had recorded (settled after failed,
+   * failed after completed): retry is refused until an operator resolves it (kobo reconcile).
+   */
+  reconciliation?: Reconciliation;
   createdAtMs: number;
   updatedAtMs: number;
+}
+
+/** The final outcome of an attempt, as kobo records it or a rail reports it. */
+export type FinalOutcome = 'completed' | 'failed';
+
+export interface Reconciliation {
+  /** required: the block is on; resolved: an operator decided which outcome stands. */
+  status: 'required' | 'resolved';
+  recorded: FinalOutcome;
+  reported: FinalOutcome;
+  /** The rail answer that contradicted: for which entity and attempt, from which rail. */
+  kind: 'payout' | 'collection' | 'fulfilment';
+  entityId: string;
+  attempt: number;
+  rail: string;
+  providerReference: string | null;
+  failureCode: string | null;
+  reportedAtMs: number;
+  /** recorded: kobo's outcome stands (retry allowed again); reported: the rail's stands (never retried). */
+  resolution?: 'recorded' | 'reported';
+  resolvedAtMs?: number;
+  note?: string;
 }
 
 export type PaymentMethod = 'card' | 'bank_transfer' | 'wallet' | 'mobile_money' | 'virtual_account';
@@ -411,7 +438,8 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
   return {
     partition,
     customers: new Map(),
-    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.status === 'completed' || t.status === 'failed' || t.bare === true || (t.status === 'pending' && t.awaitsPayer === true)),
+    // One awaiting reconciliation stays hot, so the operator's list is the heap's (and every image's).
+    transactions: new EntityTable<Transaction>('txn', cold, (t) => t.reconciliation?.status !== 'required' && (t.status === 'completed' || t.status === 'failed' || t.bare === true || (t.status === 'pending' && t.awaitsPayer === true))),
     payments: new EntityTable<Payment>('payment', cold, (p) => p.status === 'completed' || p.status === 'failed' || awaitsPayer(p)),
     quotes: new EntityTable<ExchangeQuote>('fx_quote', cold, (q) => q.usedBy !== null || q.expired === true),
     exchanges: new EntityTable<Exchange>('exchange', cold, () => true),

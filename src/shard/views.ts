@@ -2,7 +2,7 @@
 // Runs inside shard workers. One name per concept: `providerCostMinor` inside is `provider_cost_minor` out.
 // Invariant: available_minor = balance_minor - held_minor for every wallet view.
 import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
-import { collectionExpiresAtMs, type Customer, type Payment, type Transaction, type Wallet } from './state.ts';
+import { collectionExpiresAtMs, type Customer, type Payment, type Reconciliation, type Transaction, type Wallet } from './state.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -48,6 +48,25 @@ function heldMinor(t: Transaction): number {
   return t.type === 'transfer' ? t.amountMinor + t.feeMinor : t.amountMinor;
 }
 
+const ENTITY_OF_RAIL = { payout: 'transfer', collection: 'payment', fulfilment: 'service_order' } as const;
+
+/** Shown only on a transaction a rail contradicted: the contract's status values stay as they are. */
+function reconciliationView(r: Reconciliation): object {
+  return {
+    status: r.status,
+    recorded_outcome: r.recorded,
+    reported_outcome: r.reported,
+    object: ENTITY_OF_RAIL[r.kind],
+    object_id: r.entityId,
+    attempt: r.attempt,
+    reported_by: r.rail,
+    provider_reference: r.providerReference,
+    reported_at: iso(r.reportedAtMs),
+    resolution: r.resolution ?? null,
+    resolved_at: r.resolvedAtMs === undefined ? null : iso(r.resolvedAtMs),
+  };
+}
+
 export function transactionView(t: Transaction): object {
   return {
     id: t.id,
@@ -81,6 +100,7 @@ export function transactionView(t: Transaction): object {
         completed_at: t.refund.completedAtMs === null ? null : iso(t.refund.completedAtMs),
       },
     }),
+    ...(t.reconciliation === undefined ? {} : { reconciliation: reconciliationView(t.reconciliation) }),
     ...(t.exchange === undefined ? {} : {
       exchange_id: t.exchange.id,
       from_amount_minor: t.amountMinor,

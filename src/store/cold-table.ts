@@ -7,6 +7,7 @@ import { crc32 } from 'node:zlib';
 import { ENTITY_KINDS, type EntityKind } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { relayoutTable } from './relayout.ts';
+import { DamagedRowError } from './row-checks.ts';
 
 /**
  * A rowid table (a commit's rows go to its right edge, where sqlite appends a page without rebalancing
@@ -49,6 +50,18 @@ export function* damagedColdRows(db: Database.Database): IterableIterator<{ kind
   }
 }
 
+interface CheckedBody {
+  lsn: number;
+  body: string;
+  crc: number;
+}
+
+function checked(kind: EntityKind, id: string, row: CheckedBody | undefined): string | undefined {
+  if (row === undefined) return undefined;
+  if (crc32(row.body) !== row.crc) throw new DamagedRowError('cold', `${kind} ${id} (LSN ${row.lsn})`);
+  return row.body;
+}
+
 export class ColdTable {
   private readonly statements: Statements;
 
@@ -68,20 +81,23 @@ export class ColdTable {
     for (const row of rows) insert.run(kindCode(row.kind), row.id, row.lsn, row.partition, row.body, crc32(row.body));
   }
 
-  /** The newest version written before `beforeLsn` (Infinity: the newest of all). */
+  /**
+   * The newest version written before `beforeLsn` (Infinity: the newest of all). Its checksum is checked
+   * at every read: a damaged row raises DamagedRowError rather than answer with altered money.
+   */
   read(kind: EntityKind, id: string, beforeLsn: number): string | undefined {
     const row = (
       beforeLsn === Number.POSITIVE_INFINITY
-        ? this.statements.get('SELECT body FROM cold WHERE id = ? AND kind = ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind))
-        : this.statements.get('SELECT body FROM cold WHERE id = ? AND kind = ? AND lsn < ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind), beforeLsn)
-    ) as { body: string } | undefined;
-    return row?.body;
+        ? this.statements.get('SELECT lsn, body, crc FROM cold WHERE id = ? AND kind = ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind))
+        : this.statements.get('SELECT lsn, body, crc FROM cold WHERE id = ? AND kind = ? AND lsn < ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind), beforeLsn)
+    ) as CheckedBody | undefined;
+    return checked(kind, id, row);
   }
 
   /** The version written with the record at exactly `lsn` (what a WAL record that names its entity by id wrote). */
   readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
-    const row = this.statements.get('SELECT body FROM cold WHERE id = ? AND kind = ? AND lsn = ?').get(id, kindCode(kind), lsn) as { body: string } | undefined;
-    return row?.body;
+    const row = this.statements.get('SELECT lsn, body, crc FROM cold WHERE id = ? AND kind = ? AND lsn = ?').get(id, kindCode(kind), lsn) as CheckedBody | undefined;
+    return checked(kind, id, row);
   }
 
   /** Rows of a torn final batch go with it. Rare (start-up only), so the scan needs no index on lsn. */

@@ -52,18 +52,19 @@ export const CONTROL_SCHEMA_SQL = `
     created_at_ms INTEGER NOT NULL, done_at_ms INTEGER, result TEXT);
 `;
 
-export type OperatorActionKind = 'order.resolve' | 'forwards.hold' | 'forwards.release';
+export type OperatorActionKind = 'order.resolve' | 'reconcile.resolve' | 'forwards.hold' | 'forwards.release';
 
 /**
  * An operator's decision queued by the CLI and applied by the running server (durable, in order):
- * resolving an order held for manual fulfilment, or holding (and releasing) cross-shard steps while an
- * online backup takes its cut (`target` names the hold; `holdMs` bounds it).
+ * resolving an order held for manual fulfilment or a transaction a rail contradicted, or holding (and
+ * releasing) cross-shard steps while an online backup takes its cut (`target` names the hold; `holdMs`
+ * bounds it).
  */
 export interface OperatorAction {
   id: string;
   kind: OperatorActionKind;
   target: string;
-  payload: { outcome?: 'delivered' | 'failed'; holdMs?: number };
+  payload: { outcome?: 'delivered' | 'failed' | 'recorded' | 'reported'; note?: string; holdMs?: number };
   createdAtMs: number;
   doneAtMs: number | null;
   result: string | null;

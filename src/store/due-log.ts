@@ -6,18 +6,23 @@
 import type Database from 'better-sqlite3';
 import { Statements } from './statements.ts';
 import { relayoutTable } from './relayout.ts';
+import { addChecksums, DamagedRowError, dueRowChecksum, hasChecksumColumn, reportDamage } from './row-checks.ts';
 
 // Keyed by owner, then expiry: a batch's new rows (each expiring a day after its sandbox-clock now) all go
 // to the right edge of one owner's range, a page or two per commit. Keyed by partition first, as it was,
 // each busy partition's rows went to a page of their own, rewritten (and checkpointed) at every commit:
 // about 5 KB written per collection with 16 busy partitions.
+// `crc` covers the other columns (dueRowChecksum), checked when the sweep reads a row.
 export const DUE_SQL = `
   CREATE TABLE IF NOT EXISTS due (
     owner TEXT NOT NULL, expires_at_ms INTEGER NOT NULL, partition INTEGER NOT NULL, id TEXT NOT NULL,
-    lsn INTEGER NOT NULL, PRIMARY KEY (owner, expires_at_ms, partition, id)) WITHOUT ROWID;`;
+    lsn INTEGER NOT NULL, crc INTEGER, PRIMARY KEY (owner, expires_at_ms, partition, id)) WITHOUT ROWID;`;
 
-/** Columns as the backup copies them. */
+/** The columns every layout of the table had (what a relayout copies over). */
 export const DUE_COLUMNS = 'partition, owner, expires_at_ms, id, lsn';
+/** Columns as the backup copies them: with each row's checksum. */
+export const DUE_BACKUP_COLUMNS = `${DUE_COLUMNS}, crc`;
+const DUE_CHECKED_COLUMNS = ['owner', 'expires_at_ms', 'partition', 'id', 'lsn'] as const;
 
 /** A waiting collection: whose clock decides, and when its instructions expire on it. */
 export interface DueEntry {
@@ -44,23 +49,31 @@ export interface DueRow extends DueEntry {
 
 export class DueLog {
   private readonly statements: Statements;
+  /** Null until first asked: a read-only open of a file from before row checksums has no `crc`. */
+  private checksummed: boolean | null = null;
 
-  constructor(db: Database.Database) {
+  constructor(private readonly db: Database.Database) {
     this.statements = new Statements(db);
   }
 
-  /** Files written with the partition-first key get the owner-first one (once, at open, in one transaction). */
+  /**
+   * Files written with the partition-first key get the owner-first one, and rows written before row
+   * checksums get theirs (each once, at open, in one transaction).
+   */
   static migrate(db: Database.Database): void {
-    relayoutTable(db, { table: 'due', isOld: (sql) => /PRIMARY KEY \(partition,/.test(sql), createSql: DUE_SQL, columns: DUE_COLUMNS });
+    const createOld = DUE_SQL.replace(', crc INTEGER', '');
+    relayoutTable(db, { table: 'due', isOld: (sql) => /PRIMARY KEY \(partition,/.test(sql), createSql: createOld, columns: DUE_COLUMNS });
+    addChecksums(db, 'due', DUE_CHECKED_COLUMNS, dueRowChecksum);
   }
 
   apply(changes: readonly DueChange[]): void {
     if (changes.length === 0) return;
     // Replay writes the same set again (a row a sweep dropped comes back once and is dropped again).
-    const set = this.statements.get('INSERT OR IGNORE INTO due (owner, expires_at_ms, partition, id, lsn) VALUES (?, ?, ?, ?, ?)');
+    const set = this.statements.get('INSERT OR IGNORE INTO due (owner, expires_at_ms, partition, id, lsn, crc) VALUES (?, ?, ?, ?, ?, ?)');
     const drop = this.statements.get('DELETE FROM due WHERE owner = ? AND expires_at_ms = ? AND partition = ? AND id = ?');
     for (const c of changes) {
-      if (c.op === 'set') set.run(c.entry.owner, c.entry.expiresAtMs, c.partition, c.entry.id, c.lsn);
+      const row = { owner: c.entry.owner, expires_at_ms: c.entry.expiresAtMs, partition: c.partition, id: c.entry.id, lsn: c.lsn };
+      if (c.op === 'set') set.run(row.owner, row.expires_at_ms, row.partition, row.id, row.lsn, dueRowChecksum(row));
       else drop.run(c.entry.owner, c.entry.expiresAtMs, c.partition, c.entry.id);
     }
   }
@@ -77,12 +90,24 @@ export class DueLog {
     }
   }
 
-  /** The owner's rows expiring before `cutoffMs`, oldest first, at most `limit`, in every partition. */
+  /**
+   * The owner's rows expiring before `cutoffMs`, oldest first, at most `limit`, in every partition. A
+   * row that fails its checksum is left out (reported at fatal, once): the sweep never acts on it.
+   */
   dueOf(owner: string, cutoffMs: number, limit: number): DueRow[] {
+    this.checksummed ??= hasChecksumColumn(this.db, 'due');
     const rows = this.statements
-      .get('SELECT id, partition, expires_at_ms AS expiresAtMs FROM due WHERE owner = ? AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?')
-      .all(owner, cutoffMs, limit) as Array<{ id: string; partition: number; expiresAtMs: number }>;
-    return rows.map((r) => ({ id: r.id, owner, expiresAtMs: r.expiresAtMs, partition: r.partition }));
+      .get(`SELECT id, partition, expires_at_ms, lsn${this.checksummed ? ', crc' : ''} FROM due WHERE owner = ? AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?`)
+      .all(owner, cutoffMs, limit) as Array<{ id: string; partition: number; expires_at_ms: number; lsn: number; crc?: number | null }>;
+    const out: DueRow[] = [];
+    for (const r of rows) {
+      if (this.checksummed && dueRowChecksum({ ...r, owner }) !== r.crc) {
+        reportDamage(new DamagedRowError('due', `${r.id} (owner ${owner}, LSN ${r.lsn})`), { partition: r.partition });
+        continue;
+      }
+      out.push({ id: r.id, owner, expiresAtMs: r.expires_at_ms, partition: r.partition });
+    }
+    return out;
   }
 
   /** Rows of records a torn tail lost. (Rows those records dropped stay dropped: their payments waited no more before.) */

@@ -6,16 +6,18 @@ import type Database from 'better-sqlite3';
 import { ownerOfScope, packIdemAt, type IdempotencyRecord, type IdemOp } from './tiers.ts';
 import { scopeHash } from './scope-hash.ts';
 import { Statements } from './statements.ts';
+import { addChecksums, DamagedRowError, hasChecksumColumn, idemRowChecksum, type IdemRowFields } from './row-checks.ts';
 
 /**
  * Lookups go by `seq`, which the front end's index hands over with the key's hash; expiry goes by
  * (owner, at_ms), the only index; start-up reads (h, partition, seq) from that index, not the rows.
+ * `crc` covers every other column (idemRowChecksum); it is checked whenever a record is replayed.
  */
 export const IDEM_LOG_SQL = `
   CREATE TABLE IF NOT EXISTS idem_log (
     seq INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, partition INTEGER NOT NULL, owner TEXT NOT NULL,
     h INTEGER NOT NULL, scope TEXT NOT NULL, fingerprint TEXT NOT NULL, status INTEGER NOT NULL,
-    json TEXT, error TEXT, at_ms INTEGER NOT NULL);
+    json TEXT, error TEXT, at_ms INTEGER NOT NULL, crc INTEGER);
   CREATE INDEX IF NOT EXISTS idem_log_age ON idem_log (owner, at_ms, partition, h);`;
 
 /** Idempotency changes of one record, tagged with its LSN (a torn tail takes them back too). */
@@ -24,6 +26,9 @@ export interface IdemChange {
   partition: number;
   op: IdemOp;
 }
+
+/** The columns idemRowChecksum covers, in the order the checksum migration passes them. */
+export const IDEM_CHECKED_COLUMNS = ['lsn', 'partition', 'owner', 'h', 'scope', 'fingerprint', 'status', 'json', 'error', 'at_ms'] as const;
 
 /** A record as the backup file and the pre-`idem_log` table hold it. */
 export interface IdemRowOut {
@@ -39,9 +44,16 @@ export interface IdemRowOut {
 
 export class IdemLog {
   private readonly statements: Statements;
+  /** Null until first asked: a read-only open of a file from before row checksums has no `crc`. */
+  private checksummed: boolean | null = null;
 
   constructor(private readonly db: Database.Database) {
     this.statements = new Statements(db);
+  }
+
+  /** Rows written before checksums get theirs once, at a writable open (after the table exists). */
+  static addChecksums(db: Database.Database): void {
+    addChecksums(db, 'idem_log', IDEM_CHECKED_COLUMNS, idemRowChecksum);
   }
 
   private stmt(sql: string): Database.Statement {
@@ -55,9 +67,10 @@ export class IdemLog {
   put(lsn: number, partition: number, record: IdempotencyRecord): number {
     const error = record.error === undefined ? null : JSON.stringify(record.error);
     const insert = this.stmt(
-      'INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING',
+      'INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING',
     );
-    const args = [lsn, partition, ownerOfScope(record.scope), record.h ?? scopeHash(record.scope), record.scope, record.fingerprint, record.status, record.json ?? null, error, record.atMs] as const;
+    const fields = { lsn, partition, owner: ownerOfScope(record.scope), h: record.h ?? scopeHash(record.scope), scope: record.scope, fingerprint: record.fingerprint, status: record.status, json: record.json ?? null, error, at_ms: record.atMs };
+    const args = [lsn, partition, fields.owner, fields.h, record.scope, record.fingerprint, record.status, fields.json, error, record.atMs, idemRowChecksum(fields)] as const;
     if (insert.run(lsn, ...args).changes === 1) return lsn;
     const holder = this.stmt('SELECT scope FROM idem_log WHERE seq = ?').pluck().get(lsn) as string;
     if (holder === record.scope) return lsn;
@@ -67,11 +80,18 @@ export class IdemLog {
     return seq;
   }
 
+  /**
+   * The record at `seq` if it has this scope. Its checksum is checked first: a damaged row raises
+   * DamagedRowError, never a replay of altered bytes nor a "miss" that would run the request again.
+   */
   readAt(scope: string, seq: number): IdempotencyRecord | undefined {
-    const row = this.stmt('SELECT scope, fingerprint, status, json, error, at_ms FROM idem_log WHERE seq = ?').get(seq) as
-      | { scope: string; fingerprint: string; status: number; json: string | null; error: string | null; at_ms: number }
+    this.checksummed ??= hasChecksumColumn(this.db, 'idem_log');
+    const row = this.stmt(`SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms${this.checksummed ? ', crc' : ''} FROM idem_log WHERE seq = ?`).get(seq) as
+      | (IdemRowFields & { crc?: number | null })
       | undefined;
-    if (row === undefined || row.scope !== scope) return undefined;
+    if (row === undefined) return undefined;
+    if (this.checksummed && idemRowChecksum(row) !== row.crc) throw new DamagedRowError('idem_log', `at seq ${seq} (LSN ${row.lsn}, partition ${row.partition})`);
+    if (row.scope !== scope) return undefined;
     const record: IdempotencyRecord = { scope: row.scope, fingerprint: row.fingerprint, status: row.status, atMs: row.at_ms };
     if (row.json !== null) record.json = row.json;
     if (row.error !== null) record.error = JSON.parse(row.error) as { code: string; message: string };

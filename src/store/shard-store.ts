@@ -97,6 +97,7 @@ export class ShardStore implements ColdReader {
         ${IDEM_LOG_SQL}
         ${DUE_SQL}
       `);
+      IdemLog.addChecksums(this.db);
       this.migrateIdem();
       DueLog.migrate(this.db);
       ColdTable.migrate(this.db);

@@ -183,7 +183,7 @@ test('ops: a damaged backup (a finished row altered, a page overwritten) → res
   assert.deepEqual(fs.readdirSync(dir).filter((f) => f.startsWith('failed.kobo')), [], 'no backup-looking file, no partial');
 });
 
-test('ops: verify reads every table: an overwritten page of the idempotency records (no checksum of their own) is a violation, exit non-zero', { timeout: 90_000 }, async () => {
+test('ops: verify reads every table: an overwritten page of the idempotency records is a violation, exit non-zero', { timeout: 90_000 }, async () => {
   const server = await startServer({ keys, shards: 1 });
   await seed(server.baseUrl, 40);
   await server.stop();

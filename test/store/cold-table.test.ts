@@ -2,6 +2,7 @@
 // one), idempotent writes, and a file written with the first (WITHOUT ROWID) layout moved over at open.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore } from '../../src/store/shard-store.ts';
@@ -35,9 +36,8 @@ describe('cold table', () => {
       kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
       body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID`);
     const insert = old.prepare('INSERT INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
-    insert.run(1, 'P9', 4, 2, '{"old":1}', 0);
-    insert.run(1, 'P9', 8, 2, '{"old":2}', 0);
-    insert.run(0, 'T9', 4, 2, '{"txn":1}', 0);
+    // Rows carry their checksums (every layout had them; reads now check them).
+    for (const [kind, id, lsn, body] of [[1, 'P9', 4, '{"old":1}'], [1, 'P9', 8, '{"old":2}'], [0, 'T9', 4, '{"txn":1}']] as const) insert.run(kind, id, lsn, 2, body, crc32(body));
     old.close();
 
     const store = new ShardStore(file);

@@ -15,6 +15,10 @@ import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, typ
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
 import { dispatchEvents, moveOrder, movePayment, moveTransaction, orderHandles, orderMoved, orderStep, releaseUsage, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { fulfilmentCall } from '../lifecycle/rail-requests.ts';
+import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
+
+/** Order statuses that record the purchase as not delivered (a rail's `settled` for one contradicts it). */
+const FAILED_ORDER = new Set<ServiceOrder['status']>(['failed', 'refund_pending', 'refunded', 'provider_funding_failure', 'cancelled']);
 
 function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
   return { afterMs, cmd: { ...body, owner: order.owner, nowMs: ctx.nowMs, partition } };
@@ -60,7 +64,12 @@ export function fulfilmentAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   const answer = cmd.answer;
   if (order === undefined || answer === null) return stale('no order by that reference');
   const again = (op: RailOp, dueAtMs?: number): Effect[] => effectsOf(fulfilmentCall(ctx, order, order.dispatchAttempt, op, dueAtMs));
-  if (cmd.connector !== undefined && again('requery')[0]?.call?.rail !== cmd.connector) return stale('this order is not served by that connector');
+  const rail = again('requery')[0]?.call?.rail;
+  if (cmd.connector !== undefined && rail !== cmd.connector) return stale('this order is not served by that connector');
+  const serviceTxn = ctx.state.transactions.get(order.transactionId);
+  const final = order.status === 'completed' ? 'completed' : FAILED_ORDER.has(order.status) ? 'failed' : null;
+  const contradicted = serviceTxn === undefined ? null : contradiction(ctx, cmd, { txn: serviceTxn, kind: 'fulfilment', entityId: order.id, rail: rail ?? 'sandbox', recorded: recordedOutcome(cmd.attempt, order.dispatchAttempt, final) });
+  if (contradicted !== null) return contradicted;
   if (order.dispatchAttempt !== cmd.attempt) return stale(`the answer is for dispatch ${cmd.attempt}; the order is on ${order.dispatchAttempt}`);
   // A rail's answer applies while the order waits for it (fulfilling) or for reconciliation (unknown).
   if (!orderHandles(order, 'rail.delivered') && !orderHandles(order, 'reconcile')) return stale(`order is ${order.status}`);

@@ -32,6 +32,7 @@ import {
 import { openWallet } from './customers.ts';
 import { dispatchEvents, failEvents, movePayment, moveTransaction, newTransaction, paymentHandles, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
+import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { collectionOpening } from '../../rails/rails.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
@@ -364,7 +365,11 @@ export function collectionAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   const customer = ctx.state.customers.get(payment.customerId)!;
   const txn = ctx.state.transactions.get(payment.transactionId)!;
   const again = (op: RailOp, dueAtMs?: number): Effect[] => effectsOf(collectionCall(ctx, payment, customer, txn.attempt, op, dueAtMs));
-  if (cmd.connector !== undefined && again('requery')[0]?.call?.rail !== cmd.connector) return stale('this collection is not served by that connector');
+  const rail = again('requery')[0]?.call?.rail;
+  if (cmd.connector !== undefined && rail !== cmd.connector) return stale('this collection is not served by that connector');
+  const final = payment.status === 'completed' || payment.status === 'failed' ? payment.status : null;
+  const contradicted = contradiction(ctx, cmd, { txn, kind: 'collection', entityId: payment.id, rail: rail ?? 'sandbox', recorded: recordedOutcome(cmd.attempt, txn.attempt, final) });
+  if (contradicted !== null) return contradicted;
   if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the payment is on attempt ${txn.attempt}`);
   if (payment.status !== 'pending') return stale(`payment is ${payment.status}`);
   const asOwner = { owner: payment.owner, nowMs: ctx.nowMs, partition: cmd.partition, customerScope: null };

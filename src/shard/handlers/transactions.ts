@@ -9,6 +9,7 @@ import { accessRejection, customerFor, isRejection, limitRejection, okReply, rej
 import { cancelOrderEvents, failEvents, newTransaction, retryEvents, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { retryOrderEvents } from '../lifecycle/order-payments.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
+import { reconciliationBlocksRetry } from '../lifecycle/reconcile.ts';
 
 function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transaction | ReturnType<typeof reject> {
   const txn = ctx.state.transactions.get(id);
@@ -87,6 +88,9 @@ export function cancelTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.
 export function retryTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.retry' }): Outcome {
   const txn = transactionFor(ctx, cmd, cmd.id);
   if (isRejection(txn)) return rejected(txn);
+  // A rail said this attempt did not end as recorded: retrying could pay out (or charge) twice.
+  const blocked = reconciliationBlocksRetry(txn);
+  if (blocked !== null) return rejected(blocked);
   // A service order's transaction is retried as a new attempt at the whole purchase, under the same order.
   const order = orderOfTransaction(ctx, txn);
   const retried = order === undefined ? retryEvents(ctx, cmd, txn) : retryOrderEvents(ctx, cmd, order, txn);

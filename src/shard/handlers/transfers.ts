@@ -17,6 +17,7 @@ import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../
 import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
 import { after, failEvents, holdOp, moveTransaction, moveTransfer, newTransaction, releaseUsage, transferHandles, transitAccount } from '../lifecycle/lifecycle.ts';
 import { payoutCall, payoutRailRejection } from '../lifecycle/rail-requests.ts';
+import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
 import { iso } from '../views.ts';
 
 export function transferView(t: Transfer): object {
@@ -281,6 +282,9 @@ export function payoutAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.answ
   const { transfer, txn } = found;
   const call = payoutCall(ctx, transfer, txn.attempt, 'requery');
   if (cmd.connector !== undefined && call?.call?.rail !== cmd.connector) return stale('this payout is not served by that connector');
+  const final = transfer.status === 'completed' || transfer.status === 'failed' ? transfer.status : null;
+  const contradicted = contradiction(ctx, cmd, { txn, kind: 'payout', entityId: transfer.id, rail: call?.call?.rail ?? 'sandbox', recorded: recordedOutcome(cmd.attempt, txn.attempt, final) });
+  if (contradicted !== null) return contradicted;
   if (txn.attempt !== cmd.attempt) return stale(`the answer is for attempt ${cmd.attempt}; the transfer is on attempt ${txn.attempt}`);
   const status = transfer.status;
   // A rail's answer applies while the payout waits for it (processing) or for reconciliation (unknown).

@@ -1,0 +1,135 @@
+// Checksums of a shard file's derived rows (finished entities, idempotency records, expiry rows) and what
+// a damaged one raises when it is read. Store layer: any thread that opens a shard file.
+// Invariant: a row is checked each time it is read to answer or decide something; a damaged row is never
+// served or acted on, and each one is reported at level fatal.
+import type Database from 'better-sqlite3';
+import { crc32 } from 'node:zlib';
+
+/** A derived row whose content no longer matches its checksum (disk damage, or an edit by hand). */
+export class DamagedRowError extends Error {
+  constructor(
+    readonly table: 'cold' | 'idem_log' | 'due' | 'front_idempotency',
+    /** The row in an operator's terms: its key and the LSN of the record that wrote it. */
+    readonly row: string,
+  ) {
+    super(`the ${table} row ${row} fails its checksum: the shard file is damaged; restore it from a backup (kobo verify lists every damaged row)`);
+  }
+}
+
+/** An idempotency record's columns, as the shard file and the backup keep them. */
+export interface IdemRowFields {
+  lsn: number;
+  partition: number;
+  owner: string;
+  h: number;
+  scope: string;
+  fingerprint: string;
+  status: number;
+  json: string | null;
+  error: string | null;
+  at_ms: number;
+}
+
+/**
+ * Every column but the row number (`seq`, where the row sits): a changed scope, owner or hash would
+ * misplace or misexpire the key, a changed reply would replay another answer. Lengths keep the fields
+ * apart without copying the reply into one string.
+ */
+export function idemRowChecksum(row: IdemRowFields): number {
+  const head = `${row.lsn}:${row.partition}:${row.h}:${row.status}:${row.at_ms}:${row.json === null ? '-' : row.json.length}:${row.error === null ? '-' : row.error.length}:${row.owner}\n${row.scope}\n${row.fingerprint}\n`;
+  return crc32(row.error ?? '', crc32(row.json ?? '', crc32(head)));
+}
+
+export interface DueRowFields {
+  owner: string;
+  expires_at_ms: number;
+  partition: number;
+  id: string;
+  lsn: number;
+}
+
+export function dueRowChecksum(row: DueRowFields): number {
+  return crc32(`${row.lsn}:${row.partition}:${row.expires_at_ms}:${row.owner}\n${row.id}`);
+}
+
+/** A front-end idempotency record (webhooks.db): the key's first reply to a POST the front end answers. */
+export interface FrontIdemRowFields {
+  scope: string;
+  fingerprint: string;
+  status: number;
+  body: string;
+  at_ms: number;
+}
+
+export function frontIdemRowChecksum(row: FrontIdemRowFields): number {
+  return crc32(row.body, crc32(`${row.status}:${row.at_ms}:${row.body.length}:${row.scope}\n${row.fingerprint}\n`));
+}
+
+/** What a client is told when a row its request needs is damaged: no row detail leaves the server. */
+export const DATA_DAMAGED_MESSAGE = 'The stored record this request needs is damaged (it fails its checksum) and was not served; nothing was changed. The operator has been alerted and must restore it from a backup.';
+
+/** True when `table` has a `crc` column (files written before checksums, opened read-only, have none). */
+export function hasChecksumColumn(db: Database.Database, table: string): boolean {
+  return (db.prepare(`SELECT 1 FROM pragma_table_info(?) WHERE name = 'crc'`).get(table)) !== undefined;
+}
+
+/**
+ * Gives a table written before its rows had checksums a `crc` column, filled once from the rows as they
+ * are (one transaction: a kill -9 leaves the column absent or every row summed). Run at a writable open.
+ */
+export function addChecksums(db: Database.Database, table: 'idem_log' | 'due' | 'front_idempotency', columns: readonly string[], checksum: (row: never) => number): void {
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) return;
+  if (hasChecksumColumn(db, table)) return;
+  db.function('kobo_row_crc', { deterministic: true, varargs: true }, (...values: unknown[]) => {
+    const row = Object.fromEntries(columns.map((c, i) => [c, values[i]]));
+    return checksum(row as never);
+  });
+  db.transaction(() => {
+    db.exec(`ALTER TABLE ${table} ADD COLUMN crc INTEGER`);
+    db.exec(`UPDATE ${table} SET crc = kobo_row_crc(${columns.join(', ')})`);
+  })();
+}
+
+/** Rows reported already (a sweep that meets the same damaged row each minute reports it once). */
+const reported = new Set<string>();
+const REPORTED_MAX = 10_000;
+
+/**
+ * Writes one log line at level fatal, in the server's JSON log format, from whichever thread met the
+ * damage (a shard worker has no logger of its own). The process goes on serving everything else.
+ */
+export function reportDamage(error: DamagedRowError, fields: Record<string, unknown> = {}): void {
+  const key = `${error.table} ${error.row}`;
+  if (reported.has(key)) return;
+  if (reported.size < REPORTED_MAX) reported.add(key);
+  const line = { level: 'fatal', time: new Date().toISOString(), pid: process.pid, name: 'kobo', table: error.table, row: error.row, ...fields, msg: `data damaged: ${error.message}` };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+function tableExists(db: Database.Database, table: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+}
+
+/**
+ * Idempotency rows that fail their checksum (`idem_log` in a shard file, `idem` in a backup: both keep
+ * these columns), each named for an operator; none when the table or its checksums are absent.
+ */
+export function* damagedIdemRows(db: Database.Database, table: 'idem_log' | 'idem' = 'idem_log'): IterableIterator<string> {
+  if (!tableExists(db, table) || !hasChecksumColumn(db, table)) return;
+  const rows = db.prepare(`SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc FROM ${table}`).iterate() as IterableIterator<IdemRowFields & { crc: number | null }>;
+  for (const row of rows) if (idemRowChecksum(row) !== row.crc) yield `idempotency record of LSN ${row.lsn} (partition ${row.partition})`;
+}
+
+/** Expiry rows that fail their checksum, in a shard file or a backup (both call the table `due`). */
+export function* damagedDueRows(db: Database.Database): IterableIterator<string> {
+  if (!tableExists(db, 'due') || !hasChecksumColumn(db, 'due')) return;
+  const rows = db.prepare('SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due').iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
+  for (const row of rows) if (dueRowChecksum(row) !== row.crc) yield `expiry row of ${row.id} (LSN ${row.lsn}, partition ${row.partition})`;
+}
+
+/** Front-end idempotency rows (webhooks.db) that fail their checksum. */
+export function* damagedFrontIdemRows(db: Database.Database): IterableIterator<string> {
+  if (!tableExists(db, 'front_idempotency') || !hasChecksumColumn(db, 'front_idempotency')) return;
+  const rows = db.prepare('SELECT scope, fingerprint, status, body, at_ms, crc FROM front_idempotency').iterate() as IterableIterator<FrontIdemRowFields & { crc: number | null }>;
+  for (const row of rows) if (frontIdemRowChecksum(row) !== row.crc) yield `front-end idempotency record of ${new Date(row.at_ms).toISOString()}`;
+}
