@@ -3,7 +3,8 @@
 // Invariant: the customer receives convertMinor(from) rounded down; the fraction stays in fx_position.
 import { reject } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { convertMinorChecked, customerRateAt, formatRate, midRate, parseRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
+import { convertMinorChecked, customerRateAt, midRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
+import { formatRate, parseRate } from '../../money/convert.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';

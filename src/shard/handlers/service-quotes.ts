@@ -6,7 +6,8 @@
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { costInSourceMinor, costInSourceMinorChecked, formatRate, parseRate } from '../../catalogue/fx.ts';
+import { costInSourceMinor, costInSourceMinorChecked } from '../../catalogue/fx.ts';
+import { formatRate, parseRate } from '../../money/convert.ts';
 import { accountRefProblem, purchaseRejection } from '../../catalogue/services-resolve.ts';
 import { validatePhone } from '../../catalogue/services-phone.ts';
 import { checkRecipient, snapshotRejection, type ValidationSnapshot } from '../../catalogue/services-recipient.ts';

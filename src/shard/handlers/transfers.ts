@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { reject, type Rejection } from '../../errors.ts';
 import { payoutFeeMinor } from '../../catalogue/payouts.ts';
-import { costInSourceMinor, parseRate, type Rate } from '../../catalogue/fx.ts';
+import { costInSourceMinor } from '../../catalogue/fx.ts';
+import { parseRate, type Rate } from '../../money/convert.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
 import { partitionOfId } from '../../ids.ts';
 import { screenedBySandbox } from '../../rails/rails.ts';
