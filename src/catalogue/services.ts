@@ -50,8 +50,6 @@ export interface CountryService {
 
 export { OPEN_AMOUNT_PLAN_CODE, SERVICE_CODES, SERVICE_PAYMENT_METHODS, PLAN_CATEGORIES } from './services-data.ts';
 export type { MarketService, PlanKind, Step, ServicePaymentMethod } from './services-data.ts';
-// The sandbox rail-down switch lives with the rail (main-thread state); re-exported for the front end.
-export { railDown, setRailDown } from '../rails/sandbox-services.ts';
 
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;

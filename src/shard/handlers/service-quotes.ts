@@ -3,7 +3,7 @@
 // (fee per service, country and method; promotions; cross-currency at a locked rate). Shard workers.
 // Invariant: same-currency customer_amount_minor = provider_cost_minor + fee_minor; cross-currency
 // customer_amount_minor = converted_amount_minor + fee_minor; discounts come off the fee.
-import { isLiveOwner } from '../../rails/coverage.ts';
+import { fulfilmentGap, isLiveOwner } from '../../rails/coverage.ts';
 import { reject, type Rejection } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
 import { costInSourceMinor, costInSourceMinorChecked } from '../../catalogue/fx.ts';
@@ -53,7 +53,7 @@ export interface Pricing {
  * window), then the inputs against the catalogue.
  */
 export function serviceRejection(customer: Customer, req: ServiceRequest, options: { forOrder: boolean; nowMs: number }): Rejection | CountryService {
-  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel, owner: customer.owner }, nowMs: options.nowMs });
+  const gate = purchaseRejection({ country: req.countryCode, code: req.serviceCode, customer: { homeCountry: customer.countryCode, kycLevel: customer.kycLevel, unservedReason: fulfilmentGap(customer.owner) }, nowMs: options.nowMs });
   if (gate !== null) return gate;
   const svc = countryService(req.countryCode, req.serviceCode);
   if (svc === undefined || !isServiceCode(req.serviceCode)) return reject('SERVICE_UNAVAILABLE', `${req.serviceCode} is not offered in ${req.countryCode}.`);
