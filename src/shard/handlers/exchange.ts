@@ -9,8 +9,8 @@ import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Exchange, type ExchangeQuote, type Transaction } from '../state.ts';
-import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
-import { openWallet } from './customers.ts';
+import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
+import { openWallet } from '../lifecycle/wallets.ts';
 import { moveTransaction, newTransaction } from '../lifecycle/lifecycle.ts';
 import { iso } from '../views.ts';
 

@@ -10,7 +10,7 @@ import { operatorDelivery } from '../../rails/rails.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import type { ServiceOrder } from '../state.ts';
-import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
 import { dispatchEvents, moveOrder, movePayment, moveTransaction, releaseUsage } from '../lifecycle/lifecycle.ts';
 import { fulfilmentCall } from '../lifecycle/rail-requests.ts';
