@@ -5,8 +5,9 @@
 import { mintId } from '../../src/ids.ts';
 import { systemAccountId } from '../../src/ledger/ledger.ts';
 import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
-import type { HandlerContext } from '../../src/shard/handlers/common.ts';
-import { createCustomer, openWallet } from '../../src/shard/handlers/customers.ts';
+import type { HandlerContext } from '../../src/shard/lifecycle/context.ts';
+import { createCustomer } from '../../src/shard/handlers/customers.ts';
+import { openWallet } from '../../src/shard/lifecycle/wallets.ts';
 import type { Command } from '../../src/shard/protocol.ts';
 import type { Customer, PartitionState, Tier } from '../../src/shard/state.ts';
 

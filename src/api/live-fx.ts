@@ -4,7 +4,8 @@
 // kobo's reference rate; anything else is the connector's fault, refused as 422 FX_QUOTE_UNAVAILABLE
 // (or 502 when it did not answer), logged at warn and counted, never blamed on the client's amount.
 import { randomUUID } from 'node:crypto';
-import { deviationBps, parseRate, supportsPair } from '../catalogue/fx.ts';
+import { deviationBps, supportsPair } from '../catalogue/fx.ts';
+import { parseRate } from '../money/convert.ts';
 import { reject } from '../errors.ts';
 import type { Reply } from '../http/types.ts';
 import { lookUp, railFor } from '../rails/rails.ts';

@@ -3,8 +3,9 @@
 // PIN step-up, rail availability; the customer's shard decides everything about money.
 // Invariant: an order is created at most once per idempotency key, its failures replayed as stored.
 import { reject } from '../errors.ts';
-import { countryService, isServiceCode, railDown } from '../catalogue/services.ts';
+import { countryService, isServiceCode } from '../catalogue/services.ts';
 import { readValidationSnapshot } from '../catalogue/services-recipient.ts';
+import { railDown } from '../rails/sandbox-services.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
 import { OrderReadQuery, OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';

@@ -31,7 +31,7 @@ import { reject, type Rejection } from '../errors.ts';
 import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { railDown, setRailDown } from '../rails/sandbox-services.ts';
 import { lookUpRecipient } from './recipient-lookup.ts';
-import { isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
+import { fulfilmentGap, isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
 import {
   Catalogue,
   OperatorList,
@@ -64,6 +64,7 @@ type Result<T> = { ok: true; value: T } | { ok: false; reply: Reply };
 
 interface Profile extends CustomerProfile {
   id: string;
+  owner: string;
 }
 
 interface Scope {
@@ -97,7 +98,7 @@ function profileOf(deps: ApiDeps, ctx: RequestContext, named: string | undefined
   // Served from the front end's cache when it knows this customer for this owner; otherwise the shard
   // answers (and decides 403/404 for another owner's or an unknown id).
   const cached = profileCache.get(id);
-  if (cached !== undefined && cached.owner === ctx.owner) return { ok: true, value: { id, homeCountry: cached.homeCountry, kycLevel: cached.kycLevel, owner: cached.owner } };
+  if (cached !== undefined && cached.owner === ctx.owner) return { ok: true, value: { id, homeCountry: cached.homeCountry, kycLevel: cached.kycLevel, owner: cached.owner, unservedReason: fulfilmentGap(cached.owner) } };
   return profileFromShard(deps, ctx, { id, partition });
 }
 
@@ -110,7 +111,7 @@ async function profileFromShard(deps: ApiDeps, ctx: RequestContext, { id, partit
     throw new Error('customer.get must answer country_code (string) and kyc_level (number)');
   }
   profileCache.store(id, { owner: ctx.owner, homeCountry: data.country_code, kycLevel: data.kyc_level }, epoch);
-  return { ok: true, value: { id, homeCountry: data.country_code, kycLevel: data.kyc_level, owner: ctx.owner } };
+  return { ok: true, value: { id, homeCountry: data.country_code, kycLevel: data.kyc_level, owner: ctx.owner, unservedReason: fulfilmentGap(ctx.owner) } };
 }
 
 function noSuchService(code: string): Reply {

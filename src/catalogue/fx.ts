@@ -1,27 +1,11 @@
-// Sandbox FX: mid rates from data/reference/fx.json, the customer rate after spread, and conversion of
-// minor units between currencies of different ISO 4217 exponents. Any thread; pure.
+// Sandbox FX: mid rates from data/reference/fx.json, the spread, and conversion between named currencies
+// (their ISO 4217 exponents looked up here; the arithmetic and rounding are src/money/convert.ts). Any thread.
 // Rates are exact decimals held as bigint fractions; no float ever touches money.
 // Invariant: convertMinor rounds down, so a conversion never yields more than the exact value.
 import fxData from '../../data/reference/fx.json' with { type: 'json' };
+import { convertMinorAt, parseRate, rateDeviationBps, scaleRateBps, type Exponents, type Rate } from '../money/convert.ts';
 import { currencyExponent } from './currencies.ts';
 import { TIER_ORDER, tierLimits } from './limits.ts';
-
-/** An exact positive rational: value = num / den. */
-export interface Rate {
-  num: bigint;
-  den: bigint;
-}
-
-const RATE_PATTERN = /^(\d+)(?:\.(\d{1,12}))?$/;
-
-export function parseRate(text: string): Rate {
-  const match = RATE_PATTERN.exec(text);
-  if (match === null) throw new Error(`fx: rate ${JSON.stringify(text)} is not a plain decimal`);
-  const fraction = match[2] ?? '';
-  const rate = { num: BigInt(match[1]! + fraction), den: 10n ** BigInt(fraction.length) };
-  if (rate.num <= 0n) throw new Error(`fx: rate ${text} must be positive`);
-  return rate;
-}
 
 const USD_RATES: ReadonlyMap<string, Rate> = new Map(Object.entries(fxData.rates).map(([code, text]) => [code, parseRate(text)]));
 for (const code of USD_RATES.keys()) {
@@ -40,7 +24,6 @@ export function fxCurrencies(): readonly string[] {
 
 export const SPREAD_BPS = BigInt(fxData.spread_bps);
 export const QUOTE_TTL_MS = fxData.quote_ttl_seconds * 1000;
-const RATE_DIGITS = 10;
 
 export function supportsPair(from: string, to: string): boolean {
   return from !== to && USD_RATES.has(from) && USD_RATES.has(to);
@@ -56,16 +39,11 @@ export function midRate(from: string, to: string): Rate {
 
 /**
  * How far a mid rate for from → to (a live connector's) is from the reference mid, in basis points of
- * the reference, rounded up: exact, so `deviationBps(…) <= band` holds exactly when
- * |rate − reference| × 10 000 ≤ band × reference. The pair must have a reference rate.
+ * the reference, rounded up (src/money/convert.ts rateDeviationBps): `deviationBps(…) <= band` holds
+ * exactly when |rate − reference| × 10 000 ≤ band × reference. The pair must have a reference rate.
  */
 export function deviationBps(from: string, to: string, rate: Rate): bigint {
-  const reference = midRate(from, to);
-  // rate / reference = a / b (both over the common denominator rate.den × reference.den).
-  const a = rate.num * reference.den;
-  const b = reference.num * rate.den;
-  const gap = a > b ? a - b : b - a;
-  return (gap * 10_000n + b - 1n) / b;
+  return rateDeviationBps(rate, midRate(from, to));
 }
 
 /** The customer's rate: mid less the spread. */
@@ -75,7 +53,7 @@ export function customerRate(from: string, to: string): Rate {
 
 /** The customer's rate at a given mid (the reference table's, or a live FX connector's). */
 export function customerRateAt(mid: Rate): Rate {
-  return { num: mid.num * (10_000n - SPREAD_BPS), den: mid.den * 10_000n };
+  return scaleRateBps(mid, -SPREAD_BPS);
 }
 
 /**
@@ -90,22 +68,14 @@ export function convertMinor(amountMinor: number, from: string, to: string, rate
 
 /** convertMinor, or null when the converted amount would pass Number.MAX_SAFE_INTEGER (callers reject it). */
 export function convertMinorChecked(amountMinor: number, from: string, to: string, rate: Rate): number | null {
+  return convertMinorAt(amountMinor, exponentsOf(from, to), rate, 'down');
+}
+
+function exponentsOf(from: string, to: string): Exponents {
   const expFrom = currencyExponent(from);
   const expTo = currencyExponent(to);
   if (expFrom === undefined || expTo === undefined) throw new Error(`fx: unknown currency ${from} or ${to}`);
-  let num = BigInt(amountMinor) * rate.num;
-  let den = rate.den;
-  if (expTo >= expFrom) num *= 10n ** BigInt(expTo - expFrom);
-  else den *= 10n ** BigInt(expFrom - expTo);
-  const result = num / den; // bigint division truncates; both are positive, so this is floor
-  return result > BigInt(Number.MAX_SAFE_INTEGER) ? null : Number(result);
-}
-
-/** A rate as a decimal string with RATE_DIGITS digits after the point (rounded down), for display. */
-export function formatRate(rate: Rate): string {
-  const scaled = (rate.num * 10n ** BigInt(RATE_DIGITS)) / rate.den;
-  const text = scaled.toString().padStart(RATE_DIGITS + 1, '0');
-  return `${text.slice(0, -RATE_DIGITS)}.${text.slice(-RATE_DIGITS)}`.replace(/\.?0+$/, '');
+  return { from: expFrom, to: expTo };
 }
 
 /**
@@ -120,13 +90,7 @@ export function costInSourceMinor(amountMinor: number, destination: string, sour
 
 /** costInSourceMinor, or null when the cost would pass Number.MAX_SAFE_INTEGER (callers reject it). */
 export function costInSourceMinorChecked(amountMinor: number, destination: string, source: string, /** units of source per destination; default: the reference table's */ mid: Rate = midRate(destination, source)): { amountMinor: number; rate: Rate } | null {
-  const rate: Rate = { num: mid.num * (10_000n + SPREAD_BPS), den: mid.den * 10_000n };
-  const expFrom = currencyExponent(destination)!;
-  const expTo = currencyExponent(source)!;
-  let num = BigInt(amountMinor) * rate.num;
-  let den = rate.den;
-  if (expTo >= expFrom) num *= 10n ** BigInt(expTo - expFrom);
-  else den *= 10n ** BigInt(expFrom - expTo);
-  const result = (num + den - 1n) / den;
-  return result > BigInt(Number.MAX_SAFE_INTEGER) ? null : { amountMinor: Number(result), rate };
+  const rate = scaleRateBps(mid, SPREAD_BPS);
+  const amount = convertMinorAt(amountMinor, exponentsOf(destination, source), rate, 'up');
+  return amount === null ? null : { amountMinor: amount, rate };
 }

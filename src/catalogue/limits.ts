@@ -2,9 +2,10 @@
 // Any thread; pure data, validated once at module load and frozen.
 // Invariant: every limit and fee is an integer in the currency's minor units, and fee arithmetic
 // never touches a float, so the same request always yields the same fee on every thread.
-import Type, { type Static } from 'typebox';
+import Type from 'typebox';
 import tiersData from '../../data/reference/tiers.json' with { type: 'json' };
 import feesData from '../../data/reference/fees.json' with { type: 'json' };
+import { feeMinor, FeeRuleSchema, type FeeRule } from '../money/fee.ts';
 import { isCurrencyCode } from './currencies.ts';
 import { parseReference } from './reference.ts';
 
@@ -27,18 +28,7 @@ const TiersFileSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const FeeSchema = Type.Object(
-  {
-    percent_bps: Type.Integer({ minimum: 0, maximum: 10_000 }),
-    flat_minor: MinorAmount,
-    cap_minor: Type.Union([MinorAmount, Type.Null()]),
-  },
-  { additionalProperties: false },
-);
-const FeesFileSchema = Type.Record(Type.String(), Type.Record(Type.String(), FeeSchema));
-
-type Fee = Static<typeof FeeSchema>;
-
+const FeesFileSchema = Type.Record(Type.String(), Type.Record(Type.String(), FeeRuleSchema));
 
 export interface TierLimits {
   perTransactionMaxMinor: number;
@@ -76,9 +66,9 @@ function buildTiers(): ReadonlyMap<TierName, ReadonlyMap<string, TierLimits>> {
   return tiers;
 }
 
-function buildFees(): ReadonlyMap<string, Fee> {
+function buildFees(): ReadonlyMap<string, FeeRule> {
   const file = parseReference('fees.json', FeesFileSchema, feesData);
-  const fees = new Map<string, Fee>();
+  const fees = new Map<string, FeeRule>();
   for (const [method, byCurrency] of Object.entries(file)) {
     for (const [currency, fee] of Object.entries(byCurrency)) {
       if (!isCurrencyCode(currency)) throw new Error(`data/reference/fees.json: ${method}.${currency}: not an ISO 4217 code`);
@@ -97,22 +87,14 @@ export function tierLimits(tier: TierName, currency: string): TierLimits | undef
 }
 
 /**
- * Collection fee in minor units: flat + floor(amount × bps / 10 000), then capped at cap_minor,
- * and never more than the amount itself (a fee cannot make a collection negative).
- * The percentage part is rounded down (floor), so a fraction of a minor unit always goes to
- * whoever bears the fee, never to kobo; BigInt keeps amount × bps exact beyond 2^53.
- * Throws RangeError when amountMinor is not a positive safe integer or no fee is configured
- * for the method and currency: charging nothing by default would silently give collections away.
+ * Collection fee in minor units, under the fee rule of src/money/fee.ts taken from the amount: flat +
+ * floor(amount × bps / 10 000), capped at cap_minor and never more than the amount itself (a fee
+ * cannot make a collection negative). Throws RangeError when amountMinor is not a positive safe
+ * integer or no fee is configured for the method and currency: charging nothing by default would
+ * silently give collections away.
  */
 export function collectionFeeMinor(method: string, currency: string, amountMinor: number): number {
-  if (!Number.isSafeInteger(amountMinor) || amountMinor <= 0) {
-    throw new RangeError(`amountMinor must be a positive safe integer, got ${amountMinor}`);
-  }
   const fee = FEES.get(`${method}/${currency}`);
   if (fee === undefined) throw new RangeError(`no collection fee configured for ${method} in ${currency}`);
-  const amount = BigInt(amountMinor);
-  let total = BigInt(fee.flat_minor) + (amount * BigInt(fee.percent_bps)) / 10_000n;
-  if (fee.cap_minor !== null && total > BigInt(fee.cap_minor)) total = BigInt(fee.cap_minor);
-  if (total > amount) total = amount;
-  return Number(total);
+  return feeMinor(fee, amountMinor, 'from_amount');
 }

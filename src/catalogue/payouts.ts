@@ -1,19 +1,17 @@
 // Payout destinations and fees: national bank codes and mobile-money operators per country
 // (data/reference/banks.json) and transfer fees (data/reference/payout-fees.json). Any thread; pure.
-// Invariant: fees are integer arithmetic, rounded down, capped, never more than the amount.
+// Invariant: a transfer fee follows the one fee rule (src/money/fee.ts), charged on top of the amount:
+// integer arithmetic, rounded down, capped at the rule's cap.
+import Type from 'typebox';
 import banksData from '../../data/reference/banks.json' with { type: 'json' };
 import feesData from '../../data/reference/payout-fees.json' with { type: 'json' };
+import { feeMinor, FeeRuleSchema, type FeeRule } from '../money/fee.ts';
+import { parseReference } from './reference.ts';
 
 interface CountryPayouts {
   account_number_pattern: string;
   banks: Record<string, string>;
   mobile_money: Record<string, string>;
-}
-
-interface FeeRule {
-  percent_bps: number;
-  flat_minor: number;
-  cap_minor: number | null;
 }
 
 interface Destinations {
@@ -30,8 +28,10 @@ const COUNTRIES: ReadonlyMap<string, Destinations> = new Map(
     { accountNumberPattern: new RegExp(p.account_number_pattern), banks: new Map(Object.entries(p.banks)), mobileMoney: new Map(Object.entries(p.mobile_money)) },
   ]),
 );
+// Checked at load like every other fee table (a string entry is the file's comment).
+const FeesFileSchema = Type.Record(Type.String(), Type.Union([Type.String(), Type.Record(Type.String(), FeeRuleSchema)]));
 const FEES: ReadonlyMap<string, ReadonlyMap<string, FeeRule>> = new Map(
-  Object.entries(feesData as unknown as Record<string, Record<string, FeeRule> | string>)
+  Object.entries(parseReference('payout-fees.json', FeesFileSchema, feesData))
     .filter((entry): entry is [string, Record<string, FeeRule>] => typeof entry[1] !== 'string')
     .map(([type, table]) => [type, new Map(Object.entries(table))]),
 );
@@ -50,13 +50,13 @@ export function accountNumberValid(country: string, accountNumber: string): bool
   return payouts !== undefined && payouts.accountNumberPattern.test(accountNumber);
 }
 
-/** The transfer fee, or undefined when no fee is configured (the transfer is then not offered). */
+/**
+ * The transfer fee, charged on top of the amount, or undefined when no fee is configured (the transfer
+ * is then not offered). Throws RangeError like feeMinor (an amount that is not a positive safe integer).
+ */
 export function payoutFeeMinor(type: BeneficiaryType, currency: string, amountMinor: number): number | undefined {
   if (type === 'wallet') return 0;
   const rule = FEES.get(type)?.get(currency);
   if (rule === undefined) return undefined;
-  const percent = (BigInt(amountMinor) * BigInt(rule.percent_bps)) / 10_000n;
-  let fee = BigInt(rule.flat_minor) + percent;
-  if (rule.cap_minor !== null && fee > BigInt(rule.cap_minor)) fee = BigInt(rule.cap_minor);
-  return Number(fee);
+  return feeMinor(rule, amountMinor, 'on_top');
 }

@@ -13,6 +13,7 @@ import promotionsData from '../../data/reference/services/promotions.json' with 
 import eligibilityData from '../../data/reference/services/eligibility.json' with { type: 'json' };
 import { countryContext, findCountry, listCountries } from './countries.ts';
 import type { CountryService, Operator, Plan, ServiceCode, Variant } from './services.ts';
+import { FeeRuleSchema, type FeeRule } from '../money/fee.ts';
 import { parseReference } from './reference.ts';
 
 export const SERVICE_CODES = [
@@ -114,11 +115,6 @@ const PlanSchema = Type.Object({
   kind: Type.Optional(Type.Union([Type.Literal('plans'), Type.Literal('packages')])),
 }, { additionalProperties: false });
 
-const FeeRuleSchema = Type.Object({
-  flat_minor: Minor,
-  percent_bps: Type.Integer({ minimum: 0, maximum: 10_000 }),
-  cap_minor: Type.Union([Minor, Type.Null()]),
-}, { additionalProperties: false });
 const MethodFeesSchema = Type.Record(Type.String(), FeeRuleSchema);
 const CountryFeesSchema = Type.Object({ default: MethodFeesSchema, services: Type.Record(Type.String(), MethodFeesSchema) }, { additionalProperties: false });
 
@@ -130,7 +126,6 @@ const PromotionSchema = Type.Object({
   cap_minor: Type.Record(Type.String(), Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
 }, { additionalProperties: false });
 
-export type FeeRule = Static<typeof FeeRuleSchema>;
 export type AccountRule = Static<typeof AccountRuleSchema>;
 export type Presentation = Static<typeof PresentationSchema>;
 export type Action = Static<typeof ActionSchema>;

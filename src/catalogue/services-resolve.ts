@@ -4,7 +4,6 @@
 // Invariant: a service a customer cannot see is never executable for them, and the catalogue, the
 // definition and purchaseRejection agree on every verdict because they all go through resolveAccess.
 import { reject, type Rejection } from '../errors.ts';
-import { NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
 import { countryContext, findCountry } from './countries.ts';
 import {
   inMaintenance,
@@ -22,8 +21,12 @@ import {
 export interface CustomerProfile {
   homeCountry: string;
   kycLevel: number;
-  /** The caller's owner (`test:…` or `live:…`); live services need a fulfilment connector. */
-  owner?: string;
+  /**
+   * Why no fulfilment rail serves this service for the caller (live money needs a connector), or null
+   * when one does. The caller asks the rails (reference data never imports one); absent: every service
+   * is served, as in the sandbox.
+   */
+  unservedReason?: (scope: { service: string; country: string; currency: string }) => string | null;
 }
 
 export interface Access {
@@ -41,9 +44,8 @@ export function resolveAccess(service: MarketService, customer: CustomerProfile)
   const hidden = (reason: string): Access => ({ visible: false, executable: false, availability: { status: 'unavailable', reason } });
   if (service.state === 'unavailable') return hidden(service.availabilityReason ?? 'not_offered');
   if (service.audience === 'residents' && customer.homeCountry !== service.country) return hidden('residents_only');
-  if (customer.owner !== undefined && !railServes(customer.owner, 'fulfilment', { service: service.code, country: service.country, currency: service.currency })) {
-    return { visible: true, executable: false, availability: { status: 'unavailable', reason: NO_LIVE_CONNECTOR } };
-  }
+  const unserved = customer.unservedReason?.({ service: service.code, country: service.country, currency: service.currency }) ?? null;
+  if (unserved !== null) return { visible: true, executable: false, availability: { status: 'unavailable', reason: unserved } };
   if (service.state === 'coming_soon') {
     return { visible: true, executable: false, availability: { status: 'coming_soon', reason: service.availabilityReason ?? 'launching_soon' } };
   }
@@ -75,8 +77,9 @@ export function purchaseRejection(input: { country: string; code: string; custom
   if (service === undefined) return reject('SERVICE_UNAVAILABLE', `${code} is not offered in ${country}.`);
   const access = resolveAccess(service, customer);
   if (!access.visible) return reject('SERVICE_UNAVAILABLE', `${code} is not offered in ${country} to this customer (${access.availability.reason ?? 'unavailable'}).`);
-  if (access.availability.reason === NO_LIVE_CONNECTOR) {
-    return reject('SERVICE_UNAVAILABLE', `${code} is not offered in ${country} in live mode: no connector serves it (${NO_LIVE_CONNECTOR}).`);
+  // Visible yet unavailable: no rail serves it for this caller (see unservedReason).
+  if (access.availability.status === 'unavailable') {
+    return reject('SERVICE_UNAVAILABLE', `${code} is not offered in ${country} in live mode: no connector serves it (${access.availability.reason ?? 'unavailable'}).`);
   }
   if (!access.executable) return reject('SERVICE_NOT_EXECUTABLE', `${code} in ${country} cannot be bought now (${access.availability.status}: ${access.availability.reason ?? ''}).`);
   return null;

@@ -1,8 +1,8 @@
 // The services catalogue: which service each country offers, its operators, plans, variants, fees,
 // promotions, who may buy where, and when a country's catalogue is under maintenance.
 // Any thread; pure lookups over the frozen reference data of services-data.ts.
-// Invariant: money here is integer minor units of the service country's currency; fee and discount
-// arithmetic runs in bigint and rounds down, so no float touches an amount.
+// Invariant: money here is integer minor units of the service country's currency; fees and discounts
+// follow the one fee rule of src/money/fee.ts (bigint, rounded down), so no float touches an amount.
 import { getCountryCallingCode, isSupportedCountry } from 'libphonenumber-js';
 import {
   ELIGIBILITY,
@@ -10,11 +10,12 @@ import {
   OPEN_AMOUNT_PLAN_CODE,
   PROMOTIONS,
   SERVICE_CODES,
-  type FeeRule,
   type MarketService,
   type PlanKind,
   type PlanRecord,
 } from './services-data.ts';
+import { bpsOfMinor, feeMinor, type FeeRule } from '../money/fee.ts';
+import { assertPositiveMinor } from '../money/minor.ts';
 
 export type ServiceCode = 'airtime' | 'data' | 'electricity' | 'water' | 'internet' | 'tv' | 'betting' | 'gift_cards' | 'education' | 'insurance';
 
@@ -50,9 +51,7 @@ export interface CountryService {
 }
 
 export { OPEN_AMOUNT_PLAN_CODE, SERVICE_CODES, SERVICE_PAYMENT_METHODS, PLAN_CATEGORIES } from './services-data.ts';
-export type { FeeRule, MarketService, PlanKind, Step, ServicePaymentMethod } from './services-data.ts';
-// The sandbox rail-down switch lives with the rail (main-thread state); re-exported for the front end.
-export { railDown, setRailDown } from '../rails/sandbox-services.ts';
+export type { MarketService, PlanKind, Step, ServicePaymentMethod } from './services-data.ts';
 
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
@@ -163,25 +162,19 @@ export function serviceFeeRule(country: string, code: ServiceCode, paymentMethod
   return MARKETS.get(country)?.fees.get(code)?.get(paymentMethod);
 }
 
-function assertAmount(amountMinor: number): void {
-  if (!Number.isSafeInteger(amountMinor) || amountMinor <= 0) throw new RangeError(`amountMinor must be a positive safe integer, got ${amountMinor}`);
-}
-
 /**
  * Service fee in minor units of the service country's currency, on provider_cost_minor (also in that
- * currency): flat_minor + floor(amount × percent_bps / 10 000), then capped at cap_minor. Rounding down
- * leaves the fraction of a minor unit with the customer. Throws RangeError when the amount is not a
- * positive safe integer or the service does not accept the method in that country (check
- * acceptedPaymentMethods first): charging nothing by default would silently give fees away.
+ * currency), under the fee rule of src/money/fee.ts charged on top: flat_minor + floor(amount ×
+ * percent_bps / 10 000), then capped at cap_minor. Rounding down leaves the fraction of a minor unit
+ * with the customer. Throws RangeError when the amount is not a positive safe integer or the service
+ * does not accept the method in that country (check acceptedPaymentMethods first): charging nothing by
+ * default would silently give fees away.
  */
 export function serviceFeeMinor(country: string, code: ServiceCode, paymentMethod: string, amountMinor: number): number {
-  assertAmount(amountMinor);
+  assertPositiveMinor(amountMinor);
   const rule = serviceFeeRule(country, code, paymentMethod);
   if (rule === undefined) throw new RangeError(`${code} in ${country} does not accept ${paymentMethod}`);
-  let fee = BigInt(rule.flat_minor) + (BigInt(amountMinor) * BigInt(rule.percent_bps)) / 10_000n;
-  if (rule.cap_minor !== null && fee > BigInt(rule.cap_minor)) fee = BigInt(rule.cap_minor);
-  if (fee > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('service fee exceeds the safe integer range');
-  return Number(fee);
+  return feeMinor(rule, amountMinor, 'on_top');
 }
 
 /**
@@ -191,13 +184,12 @@ export function serviceFeeMinor(country: string, code: ServiceCode, paymentMetho
  * that is not a positive safe integer.
  */
 export function promotionDiscountMinor(promotionCode: string, country: string, code: ServiceCode, amountMinor: number): number | undefined {
-  assertAmount(amountMinor);
+  assertPositiveMinor(amountMinor);
   const promotion = PROMOTIONS.get(promotionCode.trim().toUpperCase());
   if (promotion === undefined || !promotion.services.has(code)) return undefined;
   const cap = promotion.capMinor.get(country);
   if (cap === undefined || marketService(country, code) === undefined) return undefined;
-  const discount = (BigInt(amountMinor) * BigInt(promotion.percentBps)) / 10_000n;
-  return Math.min(Number(discount), cap, amountMinor);
+  return Math.min(bpsOfMinor(amountMinor, promotion.percentBps), cap, amountMinor);
 }
 
 function minuteOfDay(nowMs: number): number {

@@ -6,7 +6,8 @@
 import http from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import { signatureProblem, signedHeaders } from '../connectors/signing.ts';
-import { formatRate, midRate, supportsPair } from '../catalogue/fx.ts';
+import { midRate, supportsPair } from '../catalogue/fx.ts';
+import { formatRate, scaleRateBps } from '../money/convert.ts';
 
 export interface ConnectorOptions {
   port: number;
@@ -81,7 +82,7 @@ export function startConnector(options: ConnectorOptions): Promise<http.Server> 
       const to = String(body.to_currency ?? '');
       if (!supportsPair(from, to)) return { ...base, status: 'failed', failureCode: 'PROVIDER_ERROR' };
       const mid = midRate(from, to);
-      return { ...base, status: 'settled', detail: { mid_rate: formatRate({ num: mid.num * BigInt(10_000 + options.fxDriftBps), den: mid.den * 10_000n }) } };
+      return { ...base, status: 'settled', detail: { mid_rate: formatRate(scaleRateBps(mid, BigInt(options.fxDriftBps))) } };
     }
     if (kind === 'collections' || subject.endsWith(options.asyncEnding)) {
       return { ...base, status: 'accepted', checkoutUrl: kind === 'collections' ? `${baseUrl()}/pay/${encodeURIComponent(reference)}` : null };

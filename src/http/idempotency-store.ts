@@ -5,7 +5,7 @@
 // Invariant: two requests with one key never both execute; the second waits and gets the first's result.
 import { hash } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { isStoredResult, type StoredReply } from '../shard/state.ts';
+import { isStoredResult, type StoredReply } from '../schemas/reply.schema.ts';
 import type { Reply } from './types.ts';
 import { FOREIGN_REPLAY, storedForAnotherCustomer } from './idempotency.ts';
 import { addChecksums, DamagedRowError, DATA_DAMAGED_MESSAGE, frontIdemRowChecksum, reportDamage, type FrontIdemRowFields } from '../store/row-checks.ts';

@@ -2,7 +2,7 @@
 // which keys have a request in flight. Main thread; rebuilt from the shards at start-up. Keyed by a
 // 48-bit hash of the scope (a number, not a string, per remembered key).
 // Invariant: two requests with one key never both execute; the second waits and gets the first's result.
-import { isStoredResult, type StoredReply } from '../shard/state.ts';
+import { isStoredResult, type StoredReply } from '../schemas/reply.schema.ts';
 import { scopeHash } from '../store/scope-hash.ts';
 import { packIdemAt, unpackIdemAt } from '../store/tiers.ts';
 import { HashIndex } from './hash-index.ts';

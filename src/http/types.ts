@@ -5,7 +5,7 @@
 import type { TSchema } from 'typebox';
 import type { Validator } from 'typebox/compile';
 import type { KeyRecord } from '../store/control-store.ts';
-import type { StoredReply } from '../shard/state.ts';
+import type { StoredReply } from '../schemas/reply.schema.ts';
 import type { Rejection } from '../errors.ts';
 import type { RateDecision } from './rate-limit.ts';
 

@@ -54,3 +54,8 @@ export function isLiveOwner(owner: string): boolean {
 export function railServes(owner: string, kind: RailKind, scope: RailScope): boolean {
   return !isLiveOwner(owner) || liveConnectorFor(kind, scope) !== undefined;
 }
+
+/** What the catalogue asks about a service (see CustomerProfile.unservedReason): NO_LIVE_CONNECTOR, or null when served. */
+export function fulfilmentGap(owner: string): (scope: RailScope) => string | null {
+  return (scope) => (railServes(owner, 'fulfilment', scope) ? null : NO_LIVE_CONNECTOR);
+}

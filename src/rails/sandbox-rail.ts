@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { tailBitsOfId } from '../ids.ts';
 import type { ServiceCode } from '../catalogue/services.ts';
-import { formatRate, midRate, supportsPair } from '../catalogue/fx.ts';
+import { midRate, supportsPair } from '../catalogue/fx.ts';
+import { formatRate } from '../money/convert.ts';
 import { railAnswer as fulfilmentAnswer, COMPLIANCE_DENIED_COST_MINOR } from './sandbox-fulfilment.ts';
 import { COMPLIANCE_DENIED_AMOUNT_MINOR, payoutOutcome, resolveAccountName } from './sandbox-payout.ts';
 import { fulfilmentSnapshot, lookupAccount } from './sandbox-services.ts';

@@ -2,10 +2,8 @@
 // Any thread. The signing secret appears only in the create response.
 // Invariant: a subscription names only the spec's event types.
 import Type, { type Static } from 'typebox';
-import { EVENT_TYPES } from '../shard/state.ts';
 import { Nullable, Timestamp, Ulid, SafeText } from './common.schema.ts';
-
-const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)));
+import { EVENT_TYPES, EventTypeSchema } from './event-type.schema.ts';
 
 export const SubscriptionCreate = Type.Object(
   {

@@ -2,8 +2,8 @@
 // Runs inside shard workers (and micro-benchmarks). The idempotency record is an event of the same
 // WAL record as the effect it guards, so both are durable together or not at all.
 // Invariant: a command either applies all its events or none (a failed assertion stops the shard).
-import type { Effect, HandlerContext, Outcome } from './handlers/common.ts';
-import { errorReply } from './handlers/common.ts';
+import type { Effect, HandlerContext, Outcome } from './lifecycle/context.ts';
+import { errorReply } from './lifecycle/context.ts';
 import { reject } from '../errors.ts';
 import { DamagedRowError, DATA_DAMAGED_MESSAGE, reportDamage } from '../store/row-checks.ts';
 import { applyEvent, type WalEvent } from './events.ts';
@@ -17,7 +17,7 @@ import { createOrder, getOrder, openOrder } from './handlers/orders.ts';
 import { orderPaid, refundOrder, resolveOrder, retryOrder } from './handlers/fulfilment.ts';
 import { ackOutbox, createTransfer, creditInbound, creditOutcome, getTransfer, submitTransfer } from './handlers/transfers.ts';
 import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from './handlers/beneficiaries.ts';
-import { railAnswered } from './handlers/rail-answers.ts';
+import { railAnswered } from './rail-answers.ts';
 import { resolveReconciliation } from './lifecycle/reconcile.ts';
 import { checkoutPayment, createPayment, expirePayments, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
 

@@ -15,7 +15,7 @@ import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
 import { EXPIRE_AGAIN_AFTER_MS, EXPIRE_CANDIDATES_MAX } from './handlers/payments.ts';
 import type { DueEntry } from '../store/due-log.ts';
-import { setRequeryAfterMs, type Effect, type HandlerContext } from './handlers/common.ts';
+import { setRequeryAfterMs, type Effect, type HandlerContext } from './lifecycle/context.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
 import { partitionsOf, shardFile } from './layout.ts';

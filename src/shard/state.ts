@@ -12,6 +12,7 @@ import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type { OrderStatus } from '../../machines/order.machine.ts';
 import type { DueEntry } from '../store/due-log.ts';
 import { DueIndex } from './due-index.ts';
+import type { EventType } from '../schemas/event-type.schema.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
 export type Owner = string;
@@ -197,8 +198,9 @@ export interface Transfer {
   updatedAtMs: number;
 }
 
-export const EVENT_TYPES = ['payment.completed', 'transfer.completed', 'transfer.failed', 'service_order.completed', 'service_order.failed'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+// The event types and the stored reply are shared with the front end, so they live in src/schemas/.
+export type { EventType } from '../schemas/event-type.schema.ts';
+export { isStoredResult, type StoredReply } from '../schemas/reply.schema.ts';
 
 /**
  * An event for the webhook outbox, written in the same WAL record as the change that caused it and
@@ -339,26 +341,6 @@ export interface Exchange {
   toWalletId: string;
   rate: string;
   createdAtMs: number;
-}
-
-/** A stored response: replayed byte-for-byte (data) or by code (errors) for the same key. */
-export interface StoredReply {
-  status: number;
-  json?: string;
-  error?: { code: string; message: string };
-  /** Set only by `idem.replay` when no record has the exact scope (the index's hash collided). */
-  miss?: true;
-  /** Set on a reply whose idempotency record was just stored: its row (the record's LSN) in the shard file. */
-  seq?: number;
-}
-
-/**
- * Which results an idempotency key keeps: everything the shard decided except malformed input (400)
- * and faults (5xx), so a corrected or retried request may reuse the key. Shared by the shard (which
- * stores) and the front end's index (which remembers where), so the two never disagree.
- */
-export function isStoredResult(status: number): boolean {
-  return status !== 400 && status < 500;
 }
 
 /** The store owns the record's format; a shard sees it as a stored reply with its scope. */

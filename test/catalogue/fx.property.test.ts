@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { convertMinor, customerRate, formatRate, midRate, parseRate, supportsPair } from '../../src/catalogue/fx.ts';
+import { convertMinor, customerRate, midRate, supportsPair } from '../../src/catalogue/fx.ts';
+import { formatRate, parseRate } from '../../src/money/convert.ts';
 
 const CURRENCIES = ['USD', 'NGN', 'GHS', 'KES', 'ZAR', 'UGX', 'GBP', 'EUR', 'JPY', 'KWD'] as const;
 

@@ -8,7 +8,8 @@ import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniqueP
 import { connectorsFile, startConnector, type TestConnector } from '../helpers/connector.ts';
 import { until } from '../helpers/wait.ts';
 import { signedHeaders } from '../../src/connectors/signing.ts';
-import { formatRate, midRate, parseRate } from '../../src/catalogue/fx.ts';
+import { midRate } from '../../src/catalogue/fx.ts';
+import { formatRate, parseRate } from '../../src/money/convert.ts';
 
 const SECRET = 'reference-connector-secret-4567';
 const LIVE = secretKey('live');

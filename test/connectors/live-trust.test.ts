@@ -10,7 +10,8 @@ import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniqueP
 import { connectorsFile } from '../helpers/connector.ts';
 import { until } from '../helpers/wait.ts';
 import { signedHeaders } from '../../src/connectors/signing.ts';
-import { formatRate, midRate } from '../../src/catalogue/fx.ts';
+import { midRate } from '../../src/catalogue/fx.ts';
+import { formatRate } from '../../src/money/convert.ts';
 
 const SECRET = 'live-trust-connector-secret-89';
 const LIVE = secretKey('live');

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { execute, type Executed } from '../../src/shard/dispatch.ts';
 import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
 import { emptyPartition, isStoredResult, walletOf, type PartitionState } from '../../src/shard/state.ts';
-import type { Effect, HandlerContext } from '../../src/shard/handlers/common.ts';
+import type { Effect, HandlerContext } from '../../src/shard/lifecycle/context.ts';
 import type { Command, CommandBody } from '../../src/shard/protocol.ts';
 import { decodePartition, encodePartition } from '../../src/shard/partition-image.ts';
 import { mintId, partitionOfId } from '../../src/ids.ts';

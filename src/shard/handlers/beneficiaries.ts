@@ -8,7 +8,7 @@ import { accountNumberValid, destinationName } from '../../catalogue/payouts.ts'
 import { answerAtOnce, railFor } from '../../rails/rails.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary } from '../state.ts';
-import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
+import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { iso } from '../views.ts';
 import { payoutRailRejection } from '../lifecycle/rail-requests.ts';
 

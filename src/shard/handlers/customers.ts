@@ -4,24 +4,13 @@
 // Invariant: every customer has exactly one wallet per currency, its home currency's from creation.
 import { reject } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { newAccount } from '../../ledger/ledger.ts';
 import type { Command } from '../protocol.ts';
-import type { Customer, Wallet } from '../state.ts';
+import type { Customer } from '../state.ts';
 import { walletOf } from '../state.ts';
 import { customerView, walletView } from '../views.ts';
-import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from './common.ts';
+import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import type { CustomerPatch } from '../events.ts';
-
-export function openWallet(ctx: HandlerContext, customer: Customer, currency: string): Wallet {
-  return {
-    ...newAccount(ctx.mintId(), 'wallet', currency),
-    kind: 'wallet',
-    customerId: customer.id,
-    owner: customer.owner,
-    createdAtMs: ctx.nowMs,
-    updatedAtMs: ctx.nowMs,
-  };
-}
+import { openWallet } from '../lifecycle/wallets.ts';
 
 export function createCustomer(ctx: HandlerContext, cmd: Command & { k: 'customer.create' }): Outcome {
   if (cmd.body.duplicate !== null) {

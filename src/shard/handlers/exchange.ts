@@ -3,13 +3,14 @@
 // Invariant: the customer receives convertMinor(from) rounded down; the fraction stays in fx_position.
 import { reject } from '../../errors.ts';
 import { findCountry } from '../../catalogue/countries.ts';
-import { convertMinorChecked, customerRateAt, formatRate, midRate, parseRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
+import { convertMinorChecked, customerRateAt, midRate, QUOTE_TTL_MS, SPREAD_BPS, supportsPair } from '../../catalogue/fx.ts';
+import { formatRate, parseRate } from '../../money/convert.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Exchange, type ExchangeQuote, type Transaction } from '../state.ts';
-import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
-import { openWallet } from './customers.ts';
+import { accessRejection, customerFor, envOf, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
+import { openWallet } from '../lifecycle/wallets.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { moveTransaction, newTransaction } from '../lifecycle/lifecycle.ts';
 import { iso } from '../views.ts';

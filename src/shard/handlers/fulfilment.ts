@@ -11,7 +11,7 @@ import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import { pendingRefund, type OrderRefund, type ServiceOrder } from '../state.ts';
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
-import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
 import { dispatchEvents, moveOrder, movePayment, moveTransaction, orderHandles, orderMoved, orderStep, releaseUsage, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { fulfilmentCall } from '../lifecycle/rail-requests.ts';

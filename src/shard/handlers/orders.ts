@@ -11,11 +11,11 @@ import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Payment, type ServiceOrder } from '../state.ts';
 import { checkoutUrl, paymentView, iso } from '../views.ts';
-import { customerFor, envOf, isRejection, limitRejection, okReply, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { customerFor, envOf, isRejection, limitRejection, okReply, rejected, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
 import { moveOrder, moveTransaction, newTransaction, movePayment, orderHandles } from '../lifecycle/lifecycle.ts';
 import { newOrderPayment } from '../lifecycle/order-payments.ts';
-import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection } from './service-quotes.ts';
+import { boundQuote, methodBoundsRejection, orderRecipient, priceService, serviceRejection } from '../lifecycle/service-checks.ts';
 import { SERVICE_PAYMENT_METHODS } from '../../catalogue/services.ts';
 
 export function orderView(o: ServiceOrder): object {

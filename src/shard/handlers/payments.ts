@@ -28,8 +28,8 @@ import {
   type Effect,
   type HandlerContext,
   type Outcome,
-} from './common.ts';
-import { openWallet } from './customers.ts';
+} from '../lifecycle/context.ts';
+import { openWallet } from '../lifecycle/wallets.ts';
 import { dispatchEvents, failEvents, movePayment, moveTransaction, newTransaction, paymentHandles, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
 import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';

@@ -6,9 +6,9 @@ import { isLiveOwner } from '../../rails/coverage.ts';
 import { resumeOp } from '../../rails/rails.ts';
 import type { RailOp } from '../../rails/rail.ts';
 import { pendingRefund, type PartitionState } from '../state.ts';
-import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from './common.ts';
+import { REQUERY_AFTER_MS, type Effect, type HandlerContext } from '../lifecycle/context.ts';
 import { collectionCall, fulfilmentCall, payoutCall } from '../lifecycle/rail-requests.ts';
-import { creditEffect } from './transfers.ts';
+import { creditEffect } from '../lifecycle/wallets.ts';
 
 /**
  * A call in flight when the process stopped, asked again: a connector is requeried about the same

@@ -5,7 +5,7 @@ import { reject } from '../../errors.ts';
 import type { Command } from '../protocol.ts';
 import type { PartitionState, ServiceOrder, Transaction } from '../state.ts';
 import { transactionView } from '../views.ts';
-import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from './common.ts';
+import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { cancelOrderEvents, failEvents, newTransaction, retryEvents, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { retryOrderEvents } from '../lifecycle/order-payments.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';

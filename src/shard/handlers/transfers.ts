@@ -5,19 +5,20 @@
 import assert from 'node:assert/strict';
 import { reject, type Rejection } from '../../errors.ts';
 import { payoutFeeMinor } from '../../catalogue/payouts.ts';
-import { costInSourceMinor, parseRate, type Rate } from '../../catalogue/fx.ts';
+import { costInSourceMinor } from '../../catalogue/fx.ts';
+import { parseRate, type Rate } from '../../money/convert.ts';
 import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts';
-import { partitionOfId } from '../../ids.ts';
 import { screenedBySandbox } from '../../rails/rails.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
-import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from './common.ts';
+import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { after, failEvents, holdOp, moveTransaction, moveTransfer, newTransaction, releaseUsage, transferHandles, transitAccount } from '../lifecycle/lifecycle.ts';
 import { payoutCall, payoutRailRejection } from '../lifecycle/rail-requests.ts';
 import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
+import { creditEffect } from '../lifecycle/wallets.ts';
 import { iso } from '../views.ts';
 
 export function transferView(t: Transfer): object {
@@ -176,20 +177,6 @@ export function submitTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
   const effect = beneficiary.type === 'wallet' ? creditEffect(ctx, cmd, transfer, beneficiary) : payoutCall(ctx, transfer, txn.attempt, 'submit');
   assert(effect !== null, 'transfers: a payout rail was checked to serve this beneficiary');
   return { events: events as WalEvent[], reply: () => okReply(200, {}), effects: [effect] };
-}
-
-/**
- * Step two of a wallet transfer: credit the receiving wallet in its own partition (maybe another shard),
- * through the front end. The answer comes back as `transfer.credited`; the hold here is posted or voided
- * then. The credit is deduplicated by transfer id, so re-sending it after a crash never pays twice.
- */
-export function creditEffect(ctx: HandlerContext, cmd: Pick<Command, 'owner' | 'partition'>, transfer: Transfer, beneficiary: Beneficiary): Effect {
-  const target = partitionOfId(beneficiary.accountNumber);
-  return {
-    afterMs: 0,
-    cmd: { k: 'transfer.credit', transferId: transfer.id, walletId: beneficiary.accountNumber, amountMinor: transfer.amountMinor, currency: transfer.currency, owner: cmd.owner, nowMs: ctx.nowMs, partition: target },
-    replyTo: { cmd: { k: 'transfer.credited', id: transfer.id, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition }, delayMs: ctx.railLatencyMs },
-  };
 }
 
 /** The receiving partition's side: post partition clearing → wallet once per transfer id. */

@@ -1,16 +1,17 @@
 // Applies a rail's answer (the sandbox rail's, a connector's response to submit/requery, or its signed
-// callback) to the entity it names. Runs inside shard workers; the answer arrived as a command after commit.
+// callback) to the entity it names, through that entity's handler: a router beside dispatch.ts, not a
+// handler itself. Runs inside shard workers; the answer arrived as a command after commit.
 // Invariant: an answer for another attempt, or for an entity that moved on, changes nothing
 // (replayed and duplicated callbacks are harmless); a connector answers only for entities it serves.
-import { reject } from '../../errors.ts';
-import { answerAtOnce } from '../../rails/rails.ts';
-import type { RailCall } from '../../rails/rail.ts';
-import type { Command } from '../protocol.ts';
-import { rejected, type HandlerContext, type Outcome } from './common.ts';
-import { collectionCall, fulfilmentCall, payoutCall } from '../lifecycle/rail-requests.ts';
-import { payoutAnswer } from './transfers.ts';
-import { collectionAnswer } from './payments.ts';
-import { fulfilmentAnswer } from './fulfilment.ts';
+import { reject } from '../errors.ts';
+import { answerAtOnce } from '../rails/rails.ts';
+import type { RailCall } from '../rails/rail.ts';
+import type { Command } from './protocol.ts';
+import { rejected, type HandlerContext, type Outcome } from './lifecycle/context.ts';
+import { collectionCall, fulfilmentCall, payoutCall } from './lifecycle/rail-requests.ts';
+import { payoutAnswer } from './handlers/transfers.ts';
+import { collectionAnswer } from './handlers/payments.ts';
+import { fulfilmentAnswer } from './handlers/fulfilment.ts';
 
 /** The request this answer is due for, as the entity's rail would be asked it now. */
 function requestOf(ctx: HandlerContext, cmd: Command & { k: 'rail.answer' }): RailCall | undefined {
