@@ -18,10 +18,10 @@ import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
 import { DUE_BACKUP_COLUMNS, DUE_SQL } from '../store/due-log.ts';
 import { kindCode } from '../store/cold-table.ts';
 import type { DerivedBatch } from '../store/derived-rows.ts';
-import { ownerOfScope } from '../store/tiers.ts';
+import { ENTITY_KINDS, ownerOfScope } from '../store/tiers.ts';
 import { scopeHash } from '../store/scope-hash.ts';
 import { crc32 } from 'node:zlib';
-import { dueRowChecksum, idemRowChecksum } from '../store/row-checks.ts';
+import { dueRowChecksum, idemRowChecksum, type IdemRowFields } from '../store/row-checks.ts';
 import { makeDir } from '../store/private-files.ts';
 import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
 
@@ -161,12 +161,14 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
       // written them to their tables yet (log v2 writes them after the fsync, in bulk).
       held = store.takeHeldDerived();
       progress(`shard ${shard}: ${recovered.states.size} partitions at LSN ${recovered.lastLsn}`);
+      const tiered = copyTiers(backup, path.join(dataDir, shardFile(shard)), lsnOf.get(shard) ?? 0);
+      addDerived(backup, held);
+      // A backup restores without the log: rows that point into it take their bodies now.
+      const resolved = resolveFromLog(backup, store);
+      progress(`shard ${shard}: ${tiered.cold} finished entities, ${tiered.idem} idempotency records (${resolved} read from the log)`);
     } finally {
       store.close();
     }
-    const tiered = copyTiers(backup, path.join(dataDir, shardFile(shard)), lsnOf.get(shard) ?? 0);
-    addDerived(backup, held);
-    progress(`shard ${shard}: ${tiered.cold} finished entities, ${tiered.idem} idempotency records`);
   }
   const control = openDatabase(path.join(dataDir, 'control.db'), { readonly: true });
   try {
@@ -197,6 +199,29 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
   if (fs.existsSync(outFile)) throw new Error(`snapshot: ${outFile} appeared while the backup was written; choose another --out`);
   fs.renameSync(partial, outFile);
   return { file: outFile, partitions: count, bytes: fs.statSync(outFile).size, compacted: !online };
+}
+
+/** Fills the backup's rows whose bodies are in the shard's log (cold entities, stored replies); returns how many. */
+function resolveFromLog(backup: Database.Database, store: ShardStore): number {
+  let n = 0;
+  const coldRows = backup.prepare("SELECT kind, id, lsn FROM cold WHERE body = ''").all() as Array<{ kind: number; id: string; lsn: number }>;
+  const setCold = backup.prepare('UPDATE cold SET body = ?, crc = ? WHERE kind = ? AND id = ? AND lsn = ?');
+  const idemRows = backup.prepare("SELECT scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn FROM idem WHERE json = ''").all() as Array<IdemRowFields>;
+  const setIdem = backup.prepare('UPDATE idem SET json = ?, error = ?, crc = ? WHERE scope = ?');
+  backup.transaction(() => {
+    for (const row of coldRows) {
+      const body = store.createdInLog(ENTITY_KINDS[row.kind]!, row.id, row.lsn);
+      setCold.run(body, crc32(body), row.kind, row.id, row.lsn);
+      n += 1;
+    }
+    for (const row of idemRows) {
+      const stored = store.storedInLog(row.scope, row.lsn);
+      const filled = { ...row, json: stored.json ?? null, error: stored.error === undefined ? null : JSON.stringify(stored.error) };
+      setIdem.run(filled.json, filled.error, idemRowChecksum(filled), row.scope);
+      n += 1;
+    }
+  })();
+  return n;
 }
 
 /** Applies derived rows (in their order) to the backup's cold, idempotency and expiry tables. */

@@ -34,10 +34,14 @@ interface Segment {
   version: 1 | 2;
   /** Highest LSN in the segment per partition (null: not read yet; a sealed segment's never changes). */
   maxByPartition: Map<number, number> | null;
+  firstLsn: number | null;
   lastLsn: number | null;
   lastBatch: number | null;
   records: number;
 }
+
+/** Decoded rows kept for `recordAt` (a read of a finished entity or a replayed key decodes its row once). */
+const DECODED_ROWS_MAX = 8;
 
 /** The DDL of one version-2 segment (also what bench/floor-uws.ts writes, so the floor's rows match). */
 export function logSegmentSql(name: string): string {
@@ -86,15 +90,15 @@ export class LogSegments {
   private loadV1(name: string): Segment {
     const row = this.db.prepare(`SELECT min(lsn) AS firstLsn, max(lsn) AS lastLsn FROM ${name}`).get() as { firstLsn: number | null; lastLsn: number | null };
     const lastBatch = row.lastLsn === null ? null : ((this.db.prepare(`SELECT batch FROM ${name} WHERE lsn = ?`).get(row.lastLsn) as { batch: number }).batch);
-    return { name, version: 1, maxByPartition: row.lastLsn === null ? new Map() : null, lastLsn: row.lastLsn, lastBatch, records: row.lastLsn === null ? 0 : row.lastLsn - row.firstLsn! + 1 };
+    return { name, version: 1, maxByPartition: row.lastLsn === null ? new Map() : null, firstLsn: row.firstLsn, lastLsn: row.lastLsn, lastBatch, records: row.lastLsn === null ? 0 : row.lastLsn - row.firstLsn! + 1 };
   }
 
   private loadV2(name: string): Segment {
     const first = this.db.prepare(`SELECT min(lsn_first) AS lsn FROM ${name}`).get() as { lsn: number | null };
     const last = this.db.prepare(`SELECT lsn_first, n, batch FROM ${name} ORDER BY lsn_first DESC LIMIT 1`).get() as { lsn_first: number; n: number; batch: number } | undefined;
-    if (last === undefined || first.lsn === null) return { name, version: 2, maxByPartition: new Map(), lastLsn: null, lastBatch: null, records: 0 };
+    if (last === undefined || first.lsn === null) return { name, version: 2, maxByPartition: new Map(), firstLsn: null, lastLsn: null, lastBatch: null, records: 0 };
     const lastLsn = last.lsn_first + last.n - 1;
-    return { name, version: 2, maxByPartition: null, lastLsn, lastBatch: last.batch, records: lastLsn - first.lsn + 1 };
+    return { name, version: 2, maxByPartition: null, firstLsn: first.lsn, lastLsn, lastBatch: last.batch, records: lastLsn - first.lsn + 1 };
   }
 
   private prepareInsert(): void {
@@ -129,13 +133,14 @@ export class LogSegments {
       const highest = this.segments.filter((s) => s.version === 2).map((s) => Number(V2_NAME.exec(s.name)![1]));
       const name = `log_${Math.max(0, ...highest) + 1}`;
       this.db.exec(logSegmentSql(name));
-      this.segments.push({ name, version: 2, maxByPartition: new Map(), lastLsn: null, lastBatch: null, records: 0 });
+      this.segments.push({ name, version: 2, maxByPartition: new Map(), firstLsn: null, lastLsn: null, lastBatch: null, records: 0 });
       this.prepareInsert();
       open = this.open;
     }
     const body = encodeLogBody(records);
     this.insert!.run(lsnFirst, records.length, batch, body, logRowChecksum(lsnFirst, records.length, batch, body));
     open.records += records.length;
+    open.firstLsn ??= lsnFirst;
     open.lastLsn = lsnFirst + records.length - 1;
     open.lastBatch = batch;
     if (open.maxByPartition !== null) for (let i = 0; i < records.length; i += 1) open.maxByPartition.set(records[i]!.partition, lsnFirst + i);
@@ -212,8 +217,31 @@ export class LogSegments {
     }
   }
 
+  private readonly decoded = new Map<string, LogRecord[]>();
+
+  /**
+   * The JSON of version-2 record `lsn`, or undefined when no v2 row holds it (a v1 record, or one
+   * truncated away); a row that fails its checksum throws (a derived row points into damaged data).
+   */
+  recordAt(lsn: number): string | undefined {
+    const segment = this.segments.find((s) => s.version === 2 && s.firstLsn !== null && s.lastLsn !== null && s.firstLsn <= lsn && lsn <= s.lastLsn);
+    if (segment === undefined) return undefined;
+    const row = this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${segment.name} WHERE lsn_first <= ? ORDER BY lsn_first DESC LIMIT 1`).get(lsn) as { lsn_first: number; n: number; batch: number; body: Buffer; crc: number } | undefined;
+    if (row === undefined || lsn >= row.lsn_first + row.n) return undefined;
+    const key = `${segment.name}:${row.lsn_first}`;
+    let records = this.decoded.get(key);
+    if (records === undefined) {
+      if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) throw new Error(`log row of batch ${row.batch} (LSN ${row.lsn_first}) fails its checksum`);
+      records = decodeLogBody(row.body, row.n);
+      if (this.decoded.size >= DECODED_ROWS_MAX) this.decoded.delete(this.decoded.keys().next().value!);
+      this.decoded.set(key, records);
+    }
+    return records[lsn - row.lsn_first]!.body;
+  }
+
   /** Deletes records from `lsn` on (a torn tail: the newest batch); a v2 row holding `lsn` goes whole. */
   cutFrom(lsn: number): number {
+    this.decoded.clear();
     let deleted = 0;
     for (let i = 0; i < this.segments.length; i += 1) {
       const segment = this.segments[i]!;
@@ -236,7 +264,11 @@ export class LogSegments {
    * images at or above its last record there, and the segment ends at or below `ceilingLsn`. Otherwise
    * names the partitions that lack such images (an image more of each unblocks it).
    */
-  dropOldest(ceilingLsn: number, imagesOf: (partition: number) => { count: number; minLsn: number }): { dropped: { records: number; lastLsn: number; lastBatch: number } | null; blockers: number[] } {
+  dropOldest(
+    ceilingLsn: number,
+    imagesOf: (partition: number) => { count: number; minLsn: number },
+    beforeDrop: (records: IterableIterator<LogEntry>) => void = () => {},
+  ): { dropped: { records: number; lastLsn: number; lastBatch: number } | null; blockers: number[] } {
     const oldest = this.segments[0]!;
     if (this.segments.length < 2) return { dropped: null, blockers: [] };
     if (oldest.lastLsn !== null && oldest.lastLsn > ceilingLsn) return { dropped: null, blockers: [] };
@@ -246,6 +278,9 @@ export class LogSegments {
       if (images.count < 2 || images.minLsn < maxLsn) blockers.push(partition);
     }
     if (blockers.length > 0) return { dropped: null, blockers };
+    // Derived rows that point into the segment's records take their bodies before it goes.
+    if (oldest.version === 2) beforeDrop(this.entriesOf(oldest, 0, 500));
+    this.decoded.clear();
     this.db.exec(`DROP TABLE ${oldest.name}`);
     this.segments.shift();
     return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch: oldest.lastBatch ?? 0 }, blockers: [] };

@@ -31,7 +31,15 @@ export interface ColdRow {
   lsn: number;
   partition: number;
   body: string;
+  /**
+   * The log record at `lsn` holds this very body (the entity as that record created it): the row is
+   * stored empty and read from the log until the log row is truncated, when it takes its body.
+   */
+  inLog?: true;
 }
+
+/** The body of a row that points into the log record at its LSN. */
+export const IN_LOG_BODY = '';
 
 const KIND_CODE = new Map<EntityKind, number>(ENTITY_KINDS.map((kind, i) => [kind, i]));
 
@@ -78,7 +86,26 @@ export class ColdTable {
   write(rows: readonly ColdRow[]): void {
     if (rows.length === 0) return;
     const insert = this.statements.get(`INSERT OR REPLACE INTO cold (${COLD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
-    for (const row of rows) insert.run(kindCode(row.kind), row.id, row.lsn, row.partition, row.body, crc32(row.body));
+    for (const row of rows) {
+      const body = row.inLog === true ? IN_LOG_BODY : row.body;
+      insert.run(kindCode(row.kind), row.id, row.lsn, row.partition, body, crc32(body));
+    }
+  }
+
+  /** A row of `id` whose body is in the log record at `lsn` takes that body (before the log row is dropped). */
+  fill(kind: EntityKind, id: string, lsn: number, body: string): void {
+    this.statements.get('UPDATE cold SET body = ?, crc = ? WHERE id = ? AND kind = ? AND lsn = ? AND body = ?').run(body, crc32(body), id, kindCode(kind), lsn, IN_LOG_BODY);
+  }
+
+  /** Like read, with the version's LSN (a body that points into the log is resolved by the caller). */
+  readRow(kind: EntityKind, id: string, beforeLsn: number): { lsn: number; body: string } | undefined {
+    const row = (
+      beforeLsn === Number.POSITIVE_INFINITY
+        ? this.statements.get('SELECT lsn, body, crc FROM cold WHERE id = ? AND kind = ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind))
+        : this.statements.get('SELECT lsn, body, crc FROM cold WHERE id = ? AND kind = ? AND lsn < ? ORDER BY lsn DESC LIMIT 1').get(id, kindCode(kind), beforeLsn)
+    ) as CheckedBody | undefined;
+    const body = checked(kind, id, row);
+    return body === undefined ? undefined : { lsn: row!.lsn, body };
   }
 
   /**

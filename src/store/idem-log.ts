@@ -25,7 +25,12 @@ export interface IdemChange {
   lsn: number;
   partition: number;
   op: IdemOp;
+  /** A put whose reply is in the log record at `lsn`: the row keeps it empty until that log row goes. */
+  inLog?: true;
 }
+
+/** The `json` of a row whose reply is in the log record at its LSN. */
+export const IN_LOG_JSON = '';
 
 /** The columns idemRowChecksum covers, in the order the checksum migration passes them. */
 export const IDEM_CHECKED_COLUMNS = ['lsn', 'partition', 'owner', 'h', 'scope', 'fingerprint', 'status', 'json', 'error', 'at_ms'] as const;
@@ -64,20 +69,32 @@ export class IdemLog {
    * Stores a record at `seq` = its LSN. Idempotent: replaying the same put finds its own row. Two
    * records of one LSN (only in images and tables written before this layout) take negative seqs.
    */
-  put(lsn: number, partition: number, record: IdempotencyRecord): number {
-    const error = record.error === undefined ? null : JSON.stringify(record.error);
+  put(lsn: number, partition: number, record: IdempotencyRecord, inLog = false): number {
+    const error = inLog || record.error === undefined ? null : JSON.stringify(record.error);
     const insert = this.stmt(
       'INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING',
     );
-    const fields = { lsn, partition, owner: ownerOfScope(record.scope), h: record.h ?? scopeHash(record.scope), scope: record.scope, fingerprint: record.fingerprint, status: record.status, json: record.json ?? null, error, at_ms: record.atMs };
+    const fields = { lsn, partition, owner: ownerOfScope(record.scope), h: record.h ?? scopeHash(record.scope), scope: record.scope, fingerprint: record.fingerprint, status: record.status, json: inLog ? IN_LOG_JSON : (record.json ?? null), error, at_ms: record.atMs };
     const args = [lsn, partition, fields.owner, fields.h, record.scope, record.fingerprint, record.status, fields.json, error, record.atMs, idemRowChecksum(fields)] as const;
     if (insert.run(lsn, ...args).changes === 1) return lsn;
     const holder = this.stmt('SELECT scope FROM idem_log WHERE seq = ?').pluck().get(lsn) as string;
     if (holder === record.scope) return lsn;
+    // Elsewhere than at its LSN, a row could not find its reply in the log: it keeps it whole.
+    if (inLog) return this.put(lsn, partition, record, false);
     const lowest = this.stmt('SELECT min(seq) FROM idem_log').pluck().get() as number;
     const seq = Math.min(lowest, 0) - 1;
     insert.run(seq, ...args);
     return seq;
+  }
+
+  /** The row at `seq`, if its reply is in the log, takes it (before the log row is dropped). */
+  fill(seq: number, scope: string, reply: { json?: string; error?: { code: string; message: string } }): void {
+    this.checksummed ??= hasChecksumColumn(this.db, 'idem_log');
+    const row = this.stmt('SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms FROM idem_log WHERE seq = ?').get(seq) as IdemRowFields | undefined;
+    if (row === undefined || row.scope !== scope || row.json !== IN_LOG_JSON) return;
+    const filled = { ...row, json: reply.json ?? null, error: reply.error === undefined ? null : JSON.stringify(reply.error) };
+    if (this.checksummed) this.stmt('UPDATE idem_log SET json = ?, error = ?, crc = ? WHERE seq = ?').run(filled.json, filled.error, idemRowChecksum(filled), seq);
+    else this.stmt('UPDATE idem_log SET json = ?, error = ? WHERE seq = ?').run(filled.json, filled.error, seq);
   }
 
   /**
@@ -107,8 +124,9 @@ export class IdemLog {
     const collect = (rows: Array<{ h: number; partition: number; seq: number }>): void => {
       for (const row of rows) removed.push([row.h, packIdemAt(row.partition, row.seq)]);
     };
-    for (const { lsn, partition, op } of changes) {
-      if (op.op === 'put') this.put(lsn, partition, op.record);
+    for (let i = 0; i < changes.length; i += 1) {
+      const { lsn, partition, op } = changes[i]!;
+      if (op.op === 'put') this.put(lsn, partition, op.record, changes[i]!.inLog === true);
       else if (op.op === 'forget') {
         // Only WAL records written before expiry carried cutoffs name scopes: a scan, once, at replay.
         for (const scope of op.scopes) collect(this.stmt('DELETE FROM idem_log WHERE scope = ? RETURNING h, partition, seq').all(scope) as Array<{ h: number; partition: number; seq: number }>);

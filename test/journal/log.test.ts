@@ -16,6 +16,8 @@ import { walChecksum, walSegmentSql } from '../../src/journal/log-segments.ts';
 import { COLD_SQL } from '../../src/store/cold-table.ts';
 import { crc32 } from 'node:zlib';
 import { tempDataDir } from '../helpers/server.ts';
+import { compressImageSync, snapshotRow } from '../../src/store/snapshot.ts';
+import { encodePartition } from '../../src/shard/partition-image.ts';
 import { damageRowOf, logRecords } from '../helpers/log.ts';
 
 const PARTITION = 5;
@@ -239,5 +241,85 @@ describe('log v2: files written in version 1', () => {
     const store = new ShardStore(file);
     assert.throws(() => recoverShard(store, { partitions: [PARTITION] }), CorruptionError);
     store.close();
+  });
+});
+
+describe('log v2: derived rows that point into the log', () => {
+  function rawCold(file: string, id: string): string[] {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare('SELECT body FROM cold WHERE id = ? ORDER BY lsn').pluck().all(id) as string[];
+    } finally {
+      db.close();
+    }
+  }
+
+  function rawIdemJson(file: string, seq: number): string | null | undefined {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare('SELECT json FROM idem_log WHERE seq = ?').pluck().get(seq) as string | null | undefined;
+    } finally {
+      db.close();
+    }
+  }
+
+  it('an entity as its record created it, and a stored reply → empty rows that read back whole from the log record', () => {
+    const file = path.join(tempDataDir('log-ptr'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const created = bareTxn('P1', 70);
+    const record = { scope: 'test:acme:ptr-1', fingerprint: 'f', status: 201, json: '{"data":{"id":"P1"}}', atMs: 70 };
+    const [at] = commit([[{ t: 'txn.created', txn: created }, { t: 'idem.stored', record }]]);
+    store.writeDerived();
+    assert.deepEqual(rawCold(file, 'P1'), [''], 'no second copy of the body');
+    assert.equal(rawIdemJson(file, at!), '', 'no second copy of the reply');
+    assert.deepEqual(state.transactions.get('P1'), created);
+    assert.deepEqual(store.readIdemAt(record.scope, at!), record);
+    store.close();
+  });
+
+  it('an entity changed after its creation record → its final version is a whole row', () => {
+    const file = path.join(tempDataDir('log-ptr'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const { bare: _bare, ...held } = bareTxn('P2', 80);
+    commit([[{ t: 'txn.created', txn: held }]]);
+    commit([[completed('P2', 81)]]);
+    store.writeDerived();
+    const rows = rawCold(file, 'P2');
+    assert.equal(rows.length, 1);
+    assert.notEqual(rows[0], '');
+    assert.equal(JSON.parse(rows[0]!).status, 'completed');
+    store.close();
+  });
+
+  it('the log segment truncated → the rows that pointed into it take their bodies first; reads and replays unchanged', () => {
+    const file = path.join(tempDataDir('log-ptr'), 'shard-0.db');
+    const store = new ShardStore(file, { walSegmentRecords: 2 });
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const record = { scope: 'test:acme:ptr-3', fingerprint: 'f', status: 201, json: '{"data":{"id":"P3"}}', atMs: 90 };
+    const [at] = commit([[{ t: 'txn.created', txn: bareTxn('P3', 90) }, { t: 'idem.stored', record }]]);
+    commit([[{ t: 'txn.created', txn: bareTxn('P4', 91) }], [{ t: 'txn.created', txn: bareTxn('P5', 92) }]]);
+    commit([[{ t: 'txn.created', txn: bareTxn('P6', 93) }], [{ t: 'txn.created', txn: bareTxn('P7', 94) }]]);
+    store.writeDerived();
+    assert.deepEqual(rawCold(file, 'P3'), ['']);
+    // Two images above every record of the first segment let it go.
+    for (const lsn of [store.lsnNext - 2, store.lsnNext - 1]) store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn, takenAtMs: lsn, body: compressImageSync(encodePartition(state)) }));
+    const { dropped } = store.truncateWal(0);
+    assert.ok(dropped > 0, 'the first segment was dropped');
+    assert.equal(store.walFirstLsn()! > at!, true);
+    assert.notEqual(rawCold(file, 'P3')[0], '', 'the row took its body');
+    assert.equal(JSON.parse(rawCold(file, 'P3')[0]!).id, 'P3');
+    assert.equal(rawIdemJson(file, at!), record.json, 'the idempotency row took its reply');
+    assert.equal(state.transactions.get('P3')?.id, 'P3');
+    assert.deepEqual(store.readIdemAt(record.scope, at!), record);
+    store.close();
+    const reopened = new ShardStore(file);
+    const after = recoverShard(reopened, { partitions: [PARTITION] }).states.get(PARTITION)!;
+    for (const id of ['P3', 'P4', 'P5', 'P6', 'P7']) assert.equal(after.transactions.get(id)?.id, id);
+    reopened.close();
   });
 });

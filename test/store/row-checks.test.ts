@@ -21,6 +21,8 @@ function storeWithRows(): { file: string; store: ShardStore } {
     idem: [{ lsn: 1, partition: 3, op: { op: 'put', record } }],
     due: [{ lsn: 1, partition: 3, op: 'set', entry: { id: 'P1', owner: 'test:acme', expiresAtMs: 5_000 } }],
   });
+  // Derived rows follow the log row after its commit (log v2): into their tables now.
+  store.writeDerived();
   return { file, store };
 }
 
