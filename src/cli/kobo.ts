@@ -64,6 +64,21 @@ function customerKeyProblem(customerId: string, env: 'test' | 'live', account: s
 
 const list = (value: string): string[] => value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 
+/** Queues an operator resolution for the server; with `wait`, waits up to 15 s for its result. */
+async function queueResolve(action: Parameters<ControlStore['queueAction']>[0], wait: boolean): Promise<void> {
+  const control = new ControlStore(config.dataDir);
+  const id = control.queueAction(action, Date.now());
+  process.stdout.write(`queued ${id}: resolve ${action.target} as ${action.payload.outcome ?? ''}\n`);
+  const applied = wait ? await control.appliedAction(id, 15_000, 100) : undefined;
+  control.close();
+  if (applied === undefined) {
+    if (wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
+    return;
+  }
+  if (applied.result !== 'ok') throw new Error(`the server refused: ${applied.result ?? ''}`);
+  process.stdout.write('applied\n');
+}
+
 const program = new Command('kobo')
   .description('kobo operator commands (data dir: KOBO_DATA_DIR, default ./data/state)')
   .option('--init', 'create the data dir (KOBO_DATA_DIR) if it does not exist yet')
@@ -158,17 +173,7 @@ orders
   .addOption(new Option('--outcome <outcome>', 'what the operator found').choices(['delivered', 'failed']).makeOptionMandatory())
   .option('--no-wait', 'queue the decision and return at once')
   .action(async (orderId: string, opts: { outcome: 'delivered' | 'failed'; wait: boolean }) => {
-    const control = new ControlStore(config.dataDir);
-    const id = control.queueAction({ kind: 'order.resolve', target: orderId, payload: { outcome: opts.outcome } }, Date.now());
-    process.stdout.write(`queued ${id}: resolve ${orderId} as ${opts.outcome}\n`);
-    const action = opts.wait ? await control.appliedAction(id, 15_000, 100) : undefined;
-    control.close();
-    if (action === undefined) {
-      if (opts.wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
-      return;
-    }
-    if (action.result !== 'ok') throw new Error(`the server refused: ${action.result ?? ''}`);
-    process.stdout.write('applied\n');
+    await queueResolve({ kind: 'order.resolve', target: orderId, payload: { outcome: opts.outcome } }, opts.wait);
   });
 
 /** An operator's note on a resolution: kept with the transaction (and in the WAL record), so bounded. */
@@ -193,17 +198,7 @@ reconcile
   .action(async (transactionId: string, opts: { outcome: 'recorded' | 'reported'; note?: string; wait: boolean }) => {
     if (!isUlid(transactionId)) throw new Error(`reconcile resolve: ${transactionId} is not a transaction id (a ULID)`);
     if (opts.note !== undefined && (opts.note.length > NOTE_CHARS_MAX || /[\u0000-\u001f\u007f-\u009f]/.test(opts.note))) throw new Error(`reconcile resolve: --note must be at most ${NOTE_CHARS_MAX} characters of text without control characters`);
-    const control = new ControlStore(config.dataDir);
-    const id = control.queueAction({ kind: 'reconcile.resolve', target: transactionId, payload: { outcome: opts.outcome, ...(opts.note === undefined ? {} : { note: opts.note }) } }, Date.now());
-    process.stdout.write(`queued ${id}: resolve ${transactionId} as ${opts.outcome}\n`);
-    const action = opts.wait ? await control.appliedAction(id, 15_000, 100) : undefined;
-    control.close();
-    if (action === undefined) {
-      if (opts.wait) process.stdout.write('not applied yet: the server applies it when it runs\n');
-      return;
-    }
-    if (action.result !== 'ok') throw new Error(`the server refused: ${action.result ?? ''}`);
-    process.stdout.write('applied\n');
+    await queueResolve({ kind: 'reconcile.resolve', target: transactionId, payload: { outcome: opts.outcome, ...(opts.note === undefined ? {} : { note: opts.note }) } }, opts.wait);
   });
 
 program

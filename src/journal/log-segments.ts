@@ -8,6 +8,7 @@
 import type Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
 import { decodeLogBody, encodeLogBody, logRowChecksum, type LogRecord } from './log-record.ts';
+import { DamagedRowError } from '../store/row-checks.ts';
 
 /** Records per segment by default (KOBO_WAL_SEGMENT_RECORDS): a segment is sealed at the first batch that reaches it. */
 export const WAL_SEGMENT_RECORDS = 2_500;
@@ -231,7 +232,7 @@ export class LogSegments {
     const key = `${segment.name}:${row.lsn_first}`;
     let records = this.decoded.get(key);
     if (records === undefined) {
-      if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) throw new Error(`log row of batch ${row.batch} (LSN ${row.lsn_first}) fails its checksum`);
+      if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) throw new DamagedRowError('log', `of batch ${row.batch} (LSN ${row.lsn_first}..${row.lsn_first + row.n - 1})`);
       records = decodeLogBody(row.body, row.n);
       if (this.decoded.size >= DECODED_ROWS_MAX) this.decoded.delete(this.decoded.keys().next().value!);
       this.decoded.set(key, records);

@@ -17,6 +17,8 @@ export interface DerivedBatch {
 
 /** Rows that may wait before the shard writes them, whatever the snapshot cadence (bounds the heap). */
 export const DERIVED_PENDING_ROWS_MAX = 20_000;
+/** Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. */
+export const DERIVED_SLICE_ROWS = 2_000;
 
 export class PendingDerived {
   private cold: ColdRow[] = [];
@@ -66,6 +68,25 @@ export class PendingDerived {
   readIdem(scope: string, seq: number): IdempotencyRecord | undefined {
     const record = this.idemBySeq.get(seq);
     return record !== undefined && record.scope === scope ? record : undefined;
+  }
+
+  /**
+   * The oldest waiting rows, at most `rowsMax` (each table's rows stay in their order: a slice takes a
+   * prefix of each); the memory lets go of them (the caller writes them at once).
+   */
+  takeSome(rowsMax: number): DerivedBatch {
+    if (rowsMax >= this.rows) return this.take();
+    const cold = this.cold.splice(0, Math.min(rowsMax, this.cold.length));
+    const idem = this.idem.splice(0, Math.min(rowsMax - cold.length, this.idem.length));
+    const due = this.due.splice(0, Math.min(rowsMax - cold.length - idem.length, this.due.length));
+    for (const row of cold) {
+      const key = `${row.kind} ${row.id}`;
+      const versions = this.coldByKey.get(key)!;
+      versions.shift();
+      if (versions.length === 0) this.coldByKey.delete(key);
+    }
+    for (const change of idem) if (change.op.op === 'put' && this.idemBySeq.get(change.lsn) === change.op.record) this.idemBySeq.delete(change.lsn);
+    return { cold, idem, due };
   }
 
   /** Everything waiting, in order; the memory lets go of it (the caller writes it at once). */

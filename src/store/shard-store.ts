@@ -236,9 +236,9 @@ export class ShardStore implements ColdReader {
    * losing it to a crash loses nothing, as recovery derives the rows again from the log). Returns the
    * idempotency keys that expiry freed, and whether anything was written.
    */
-  writeDerived(): { freed: Array<[number, number]>; wrote: boolean } {
+  writeDerived(rowsMax = Number.POSITIVE_INFINITY): { freed: Array<[number, number]>; wrote: boolean } {
     if (this.pending.rows === 0) return { freed: [], wrote: false };
-    return { freed: this.writeDerivedTx(this.pending.take()), wrote: true };
+    return { freed: this.writeDerivedTx(this.pending.takeSome(rowsMax)), wrote: true };
   }
 
   /** Writes derived rows at once, in one transaction (recovery: what replay derived). */

@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
+import { damageRowOf, logRecords } from '../helpers/log.ts';
 
 const key = secretKey();
 const keys = [`${key}@damage`];
@@ -64,7 +65,8 @@ before(async () => {
 
   const file = path.join(server.dataDir, 'shard-0.db');
   sqlite3(file, `UPDATE cold SET body = replace(body, '"amountMinor":250000', '"amountMinor":990000') WHERE id = '${txnId}' AND kind = 0`);
-  sqlite3(file, `UPDATE idem_log SET json = replace(json, '120000', '999999') WHERE scope LIKE '%:${replayKey}'`);
+  // Its reply is in its log record (the row points there: log v2); the row's status is altered instead.
+  sqlite3(file, `UPDATE idem_log SET status = 200, json = replace(json, '120000', '999999') WHERE scope LIKE '%:${replayKey}'`);
   // The first payment's key now names another scope: read as a "miss", it would run the payment again.
   sqlite3(file, `UPDATE idem_log SET scope = scope || '#' WHERE scope LIKE '%:${payKey}'`);
   // The waiting collection's expiry row now says it expired two days ago.
@@ -121,20 +123,31 @@ test('verify names each damaged row: the finished transaction, both idempotency 
   assert.match(verify.stderr, new RegExp(`expiry row of ${damaged.waitingId} .* fails its checksum`));
 });
 
-test('start: a finished row the replay needs (its record names it by id) is damaged → the start refuses, naming the row', { timeout: 120_000 }, async () => {
+test('a finished row that points into a damaged log row: the server starts (images cover it), GET answers 500 DATA_DAMAGED, never a guess; verify names the record', { timeout: 120_000 }, async () => {
   let server = await startServer({ keys, shards: 1 });
-  const customerId = await customer(client(server.baseUrl, key));
-  await server.stop(); // every partition imaged
-  server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
-  const created = await client(server.baseUrl, key)('POST', '/v1/payments', { idempotencyKey: idem('p'), body: { customer_id: customerId, amount_minor: 310_000, currency: 'NGN', method: 'bank_transfer' } });
+  const api = client(server.baseUrl, key);
+  const customerId = await customer(api);
+  const created = await api('POST', '/v1/payments', { idempotencyKey: idem('p'), body: { customer_id: customerId, amount_minor: 310_000, currency: 'NGN', method: 'bank_transfer' } });
   assert.equal(created.status, 201);
-  await server.kill(); // no image after the payment: a start replays its record, which names the cold rows
-  const txnId = created.body.data.transaction_id as string;
-  sqlite3(path.join(server.dataDir, 'shard-0.db'), `UPDATE cold SET body = replace(body, '"amountMinor":310000', '"amountMinor":31000') WHERE id = '${txnId}'`);
-  await assert.rejects(startServer({ keys, shards: 1, dataDir: server.dataDir }), new RegExp(`cold row txn ${txnId} \\(LSN \\d+\\) fails its checksum`));
+  await server.stop(); // every partition imaged; the waiting payment's row points into its log record
+  const file = path.join(server.dataDir, 'shard-0.db');
+  const paymentId = created.body.data.id as string;
+  const row = new Database(file, { readonly: true });
+  const coldBody = row.prepare('SELECT body FROM cold WHERE id = ?').pluck().get(paymentId) as string;
+  row.close();
+  assert.equal(coldBody, '', 'the row holds no second copy of the payment');
+  const lsn = logRecords(file).find((r) => r.body.includes(paymentId) && r.body.includes('payment.created'))!.lsn;
+  damageRowOf(file, lsn);
+  server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
+  try {
+    const read = await client(server.baseUrl, key)('GET', `/v1/payments/${paymentId}`);
+    assert.deepEqual([read.status, read.body.error?.code], [500, 'DATA_DAMAGED'], JSON.stringify(read.body));
+  } finally {
+    await server.stop();
+  }
   const verify = kobo(server.dataDir, 'verify');
   assert.notEqual(verify.status, 0);
-  assert.match(verify.stderr, new RegExp(`cold row ${txnId} .* fails its checksum`));
+  assert.match(verify.stderr, new RegExp(`WAL record ${lsn} fails its checksum`));
 });
 
 test('start: a damaged WAL record below every newest image is not read (the state does not need it): the server starts; verify names it', { timeout: 120_000 }, async () => {
@@ -142,11 +155,8 @@ test('start: a damaged WAL record below every newest image is not read (the stat
   const customerId = await customer(client(server.baseUrl, key));
   await server.stop(); // every partition imaged after the customer's record
   const file = path.join(server.dataDir, 'shard-0.db');
-  const db = new Database(file, { readonly: true });
-  const firstLsn = (db.prepare('SELECT min(lsn) AS lsn FROM wal').get() as { lsn: number }).lsn;
-  const segment = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'wal_%' ORDER BY name LIMIT 1").pluck().get() as string;
-  db.close();
-  sqlite3(file, `UPDATE ${segment} SET body = replace(body, 'Damage Test', 'Damage Tost') WHERE lsn = ${firstLsn}`);
+  const firstLsn = logRecords(file)[0]!.lsn;
+  damageRowOf(file, firstLsn);
   server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
   try {
     assert.equal((await client(server.baseUrl, key)('GET', `/v1/customers/${customerId}`)).body.data.name, 'Damage Test', 'served from the image, not the damaged record');

@@ -323,3 +323,26 @@ describe('log v2: derived rows that point into the log', () => {
     reopened.close();
   });
 });
+
+describe('log v2: derived rows written in slices', () => {
+  it('writeDerived(n) → the n oldest rows go to their tables, the rest still answer from memory, in order', () => {
+    const file = path.join(tempDataDir('log-slice'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const { bare: _bare, ...held } = bareTxn('S1', 100);
+    commit([[{ t: 'txn.created', txn: held }]]);
+    commit([[completed('S1', 101)]]);
+    for (let i = 2; i <= 5; i += 1) commit([[{ t: 'txn.created', txn: bareTxn(`S${i}`, 100 + i) }]]);
+    const waiting = store.derivedPending;
+    assert.equal(waiting, 5, 'S1 once finished, S2..S5 at birth');
+    store.writeDerived(2);
+    assert.equal(store.derivedPending, waiting - 2);
+    for (let i = 1; i <= 5; i += 1) assert.equal(state.transactions.get(`S${i}`)?.id, `S${i}`, `S${i} readable`);
+    assert.equal(state.transactions.get('S1')?.status, 'completed');
+    store.writeDerived();
+    assert.equal(store.derivedPending, 0);
+    for (let i = 1; i <= 5; i += 1) assert.equal(state.transactions.get(`S${i}`)?.id, `S${i}`);
+    store.close();
+  });
+});
