@@ -12,6 +12,7 @@ import { execute } from '../src/shard/dispatch.ts';
 import { Passivation } from '../src/shard/passivate.ts';
 import { emptyPartition, type PartitionState } from '../src/shard/state.ts';
 import { ShardStore } from '../src/store/shard-store.ts';
+import { DERIVED_PENDING_ROWS_MAX } from '../src/store/derived-rows.ts';
 import { recoverShard, tiersOf } from '../src/shard/recovery.ts';
 import { compressImageSync, snapshotRow } from '../src/store/snapshot.ts';
 import { encodePartition } from '../src/shard/partition-image.ts';
@@ -78,10 +79,13 @@ function commit(shard: Shard, commands: Command[]): string[] {
   }
   shard.store.appendBatch(records, shard.passivation.take());
   shard.passivation.settle();
+  // As the runtime does: derived rows follow the log row, written when too many wait.
+  if (shard.store.derivedPending > DERIVED_PENDING_ROWS_MAX) shard.store.writeDerived();
   return replies;
 }
 
 function snapshotAll(shard: Shard): number {
+  shard.store.writeDerived();
   const lsn = shard.store.lsnNext - 1;
   let bytes = 0;
   for (const [partition, state] of shard.states) {
