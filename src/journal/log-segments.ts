@@ -41,8 +41,11 @@ interface Segment {
   records: number;
 }
 
-/** Decoded rows kept for `recordAt` (a read of a finished entity or a replayed key decodes its row once). */
-const DECODED_ROWS_MAX = 8;
+/**
+ * Decoded rows kept for `recordAt` (a read of a finished entity or a replayed key decodes its row once),
+ * bounded by their records' total characters: a batch of a thousand records decodes to megabytes.
+ */
+const DECODED_CHARS_MAX = 1_000_000;
 
 /** The DDL of one version-2 segment (also what bench/floor-uws.ts writes, so the floor's rows match). */
 export function logSegmentSql(name: string): string {
@@ -218,7 +221,8 @@ export class LogSegments {
     }
   }
 
-  private readonly decoded = new Map<string, LogRecord[]>();
+  private readonly decoded = new Map<string, { records: LogRecord[]; chars: number }>();
+  private decodedChars = 0;
 
   /**
    * The JSON of version-2 record `lsn`, or undefined when no v2 row holds it (a v1 record, or one
@@ -230,12 +234,18 @@ export class LogSegments {
     const row = this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${segment.name} WHERE lsn_first <= ? ORDER BY lsn_first DESC LIMIT 1`).get(lsn) as { lsn_first: number; n: number; batch: number; body: Buffer; crc: number } | undefined;
     if (row === undefined || lsn >= row.lsn_first + row.n) return undefined;
     const key = `${segment.name}:${row.lsn_first}`;
-    let records = this.decoded.get(key);
+    let records = this.decoded.get(key)?.records;
     if (records === undefined) {
       if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) throw new DamagedRowError('log', `of batch ${row.batch} (LSN ${row.lsn_first}..${row.lsn_first + row.n - 1})`);
       records = decodeLogBody(row.body, row.n);
-      if (this.decoded.size >= DECODED_ROWS_MAX) this.decoded.delete(this.decoded.keys().next().value!);
-      this.decoded.set(key, records);
+      const chars = records.reduce((sum, r) => sum + r.body.length, 0);
+      while (this.decoded.size > 0 && this.decodedChars + chars > DECODED_CHARS_MAX) {
+        const [oldest, entry] = this.decoded.entries().next().value!;
+        this.decoded.delete(oldest);
+        this.decodedChars -= entry.chars;
+      }
+      this.decoded.set(key, { records, chars });
+      this.decodedChars += chars;
     }
     return records[lsn - row.lsn_first]!.body;
   }
@@ -243,6 +253,7 @@ export class LogSegments {
   /** Deletes records from `lsn` on (a torn tail: the newest batch); a v2 row holding `lsn` goes whole. */
   cutFrom(lsn: number): number {
     this.decoded.clear();
+    this.decodedChars = 0;
     let deleted = 0;
     for (let i = 0; i < this.segments.length; i += 1) {
       const segment = this.segments[i]!;
@@ -282,6 +293,7 @@ export class LogSegments {
     // Derived rows that point into the segment's records take their bodies before it goes.
     if (oldest.version === 2) beforeDrop(this.entriesOf(oldest, 0, 500));
     this.decoded.clear();
+    this.decodedChars = 0;
     this.db.exec(`DROP TABLE ${oldest.name}`);
     this.segments.shift();
     return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch: oldest.lastBatch ?? 0 }, blockers: [] };

@@ -10,19 +10,12 @@ import fs from 'node:fs';
 import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, IN_LOG_JSON, type IdemChange, type IdemRowOut } from './idem-log.ts';
-import { DamagedRowError } from './row-checks.ts';
 import { DUE_SQL, DueLog } from './due-log.ts';
 import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type LogEntry } from '../journal/log-segments.ts';
 import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
 import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
-
-/**
- * The entity kinds a log record creates whole, and the property of the creation event that holds the
- * entity: a cold row of these kinds may point into the record instead of holding a second copy.
- */
-const CREATED_PROPERTY: Partial<Record<EntityKind, string>> = { txn: 'txn', payment: 'payment', exchange: 'exchange' };
-const CREATED_KIND: Record<string, EntityKind | undefined> = { 'txn.created': 'txn', 'payment.created': 'payment', 'exchange.created': 'exchange' };
+import { createdInLog, fillFromLog, pointIntoLog, storedInLog } from './log-pointers.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
@@ -154,64 +147,12 @@ export class ShardStore implements ColdReader {
 
   /** The entity as the log record at `lsn` created it (a cold row that points into the log). */
   createdInLog(kind: EntityKind, id: string, lsn: number): string {
-    const record = this.wal.recordAt(lsn);
-    const property = CREATED_PROPERTY[kind];
-    if (record !== undefined && property !== undefined) {
-      for (const event of JSON.parse(record) as Array<Record<string, { id?: string } | string>>) {
-        const entity = event[property];
-        if (typeof entity === 'object' && entity.id === id) return JSON.stringify(entity);
-      }
-    }
-    throw new DamagedRowError('cold', `${kind} ${id} (LSN ${lsn}): its body should be in that log record and is not`);
+    return createdInLog(this.wal, kind, id, lsn);
   }
 
   /** The stored reply of `scope` in the log record at `lsn` (an idempotency row that points into the log). */
   storedInLog(scope: string, lsn: number): { json?: string; error?: { code: string; message: string } } {
-    const record = this.wal.recordAt(lsn);
-    if (record !== undefined) {
-      for (const event of JSON.parse(record) as Array<{ t: string; record?: IdempotencyRecord }>) {
-        if (event.t === 'idem.stored' && event.record?.scope === scope) return event.record;
-      }
-    }
-    throw new DamagedRowError('idem_log', `${scope} (LSN ${lsn}): its reply should be in that log record and is not`);
-  }
-
-  /**
-   * Marks the rows whose bodies the log records at their LSNs hold whole (an entity as its record
-   * created it, a reply as its record stored it): they are written empty and read from the log.
-   */
-  private pointIntoLog(derived: DerivedBatch): DerivedBatch {
-    const cold = derived.cold.map((row) => {
-      const property = CREATED_PROPERTY[row.kind];
-      if (property === undefined) return row;
-      const record = this.wal.recordAt(row.lsn);
-      return record !== undefined && record.includes(`"${property}":${row.body}`) ? { ...row, inLog: true as const } : row;
-    });
-    const idem = derived.idem.map((change) => {
-      if (change.op.op !== 'put' || change.op.record.json === undefined) return change;
-      const record = this.wal.recordAt(change.lsn);
-      // The record's idem.stored event carries this scope and this very reply (execute writes both from one value).
-      const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(change.op.record.scope)}`) && record.includes(`"json":${JSON.stringify(change.op.record.json)}`);
-      return inLog ? { ...change, inLog: true as const } : change;
-    });
-    return { cold, idem, due: derived.due };
-  }
-
-  /** Rows pointing into the records of a log segment about to be dropped take their bodies from them. */
-  private fillFromLog(records: IterableIterator<WalRow>): void {
-    for (const entry of records) {
-      if (!entry.ok) continue;
-      for (const event of JSON.parse(entry.body) as Array<Record<string, unknown> & { t: string }>) {
-        if (event.t === 'idem.stored') {
-          const record = event.record as IdempotencyRecord;
-          this.idem.fill(entry.lsn, record.scope, record);
-          continue;
-        }
-        const kind = CREATED_KIND[event.t];
-        const entity = kind === undefined ? undefined : (event[CREATED_PROPERTY[kind]!] as { id: string } | undefined);
-        if (kind !== undefined && entity !== undefined) this.cold.fill(kind, entity.id, entry.lsn, JSON.stringify(entity));
-      }
-    }
+    return storedInLog(this.wal, scope, lsn);
   }
 
   readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
@@ -220,7 +161,7 @@ export class ShardStore implements ColdReader {
 
   /** Writes derived rows into their tables (inside the caller's transaction); returns the freed idempotency keys. */
   private writeDerivedRows(derived: DerivedBatch): Array<[number, number]> {
-    const pointed = this.pointIntoLog(derived);
+    const pointed = pointIntoLog(this.wal, derived);
     this.cold.write(pointed.cold);
     this.due.apply(pointed.due);
     return this.applyIdem(pointed.idem);
@@ -330,7 +271,7 @@ export class ShardStore implements ColdReader {
       (this.stmt('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>).map((r) => [r.partition, { count: r.n, minLsn: r.lsn }]),
     );
     return this.db.transaction(() => {
-      const { dropped, blockers } = this.wal.dropOldest(ceiling, (partition) => images.get(partition) ?? { count: 0, minLsn: 0 }, (records) => this.fillFromLog(records));
+      const { dropped, blockers } = this.wal.dropOldest(ceiling, (partition) => images.get(partition) ?? { count: 0, minLsn: 0 }, (records) => fillFromLog(records, this.cold, this.idem));
       if (dropped === null) return { dropped: 0, blockers };
       const floor = this.walFloor();
       this.setMeta('wal_floor', `${Math.max(floor.lsn, dropped.lastLsn)}:${Math.max(floor.batch, dropped.lastBatch)}`);

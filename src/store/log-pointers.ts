@@ -1,0 +1,78 @@
+// Derived rows that point into the log (log v2): a cold row holding exactly the entity its record
+// created, or an idempotency row holding the reply its record stored, is written empty and read from
+// that record; before the record's segment is truncated, the row takes its body. Store layer: runs in
+// the shard (or CLI) that owns the file. Invariant: a pointer is written only when the record holds the
+// very bytes the row would, and a pointer that finds nothing is a damaged row, never a guess.
+import type { LogSegments } from '../journal/log-segments.ts';
+import type { ColdTable } from './cold-table.ts';
+import type { DerivedBatch } from './derived-rows.ts';
+import type { IdemLog } from './idem-log.ts';
+import { DamagedRowError } from './row-checks.ts';
+import type { WalRow } from './shard-store.ts';
+import type { EntityKind, IdempotencyRecord } from './tiers.ts';
+
+/**
+ * The entity kinds a log record creates whole, and the property of the creation event that holds the
+ * entity: a cold row of these kinds may point into the record instead of holding a second copy.
+ */
+const CREATED_PROPERTY: Partial<Record<EntityKind, string>> = { txn: 'txn', payment: 'payment', exchange: 'exchange' };
+const CREATED_KIND: Record<string, EntityKind | undefined> = { 'txn.created': 'txn', 'payment.created': 'payment', 'exchange.created': 'exchange' };
+
+/** The entity as the log record at `lsn` created it. */
+export function createdInLog(wal: LogSegments, kind: EntityKind, id: string, lsn: number): string {
+  const record = wal.recordAt(lsn);
+  const property = CREATED_PROPERTY[kind];
+  if (record !== undefined && property !== undefined) {
+    for (const event of JSON.parse(record) as Array<Record<string, { id?: string } | string>>) {
+      const entity = event[property];
+      if (typeof entity === 'object' && entity.id === id) return JSON.stringify(entity);
+    }
+  }
+  throw new DamagedRowError('cold', `${kind} ${id} (LSN ${lsn}): its body should be in that log record and is not`);
+}
+
+/** The stored reply of `scope` in the log record at `lsn`. */
+export function storedInLog(wal: LogSegments, scope: string, lsn: number): { json?: string; error?: { code: string; message: string } } {
+  const record = wal.recordAt(lsn);
+  if (record !== undefined) {
+    for (const event of JSON.parse(record) as Array<{ t: string; record?: IdempotencyRecord }>) {
+      if (event.t === 'idem.stored' && event.record?.scope === scope) return event.record;
+    }
+  }
+  throw new DamagedRowError('idem_log', `${scope} (LSN ${lsn}): its reply should be in that log record and is not`);
+}
+
+/** Marks the rows whose bodies the log records at their LSNs hold whole: they are written empty. */
+export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBatch {
+  const cold = derived.cold.map((row) => {
+    const property = CREATED_PROPERTY[row.kind];
+    if (property === undefined) return row;
+    const record = wal.recordAt(row.lsn);
+    return record !== undefined && record.includes(`"${property}":${row.body}`) ? { ...row, inLog: true as const } : row;
+  });
+  const idem = derived.idem.map((change) => {
+    if (change.op.op !== 'put' || change.op.record.json === undefined) return change;
+    const record = wal.recordAt(change.lsn);
+    // The record's idem.stored event carries this scope and this very reply (execute writes both from one value).
+    const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(change.op.record.scope)}`) && record.includes(`"json":${JSON.stringify(change.op.record.json)}`);
+    return inLog ? { ...change, inLog: true as const } : change;
+  });
+  return { cold, idem, due: derived.due };
+}
+
+/** Rows pointing into the records of a log segment about to be dropped take their bodies from them. */
+export function fillFromLog(records: IterableIterator<WalRow>, cold: ColdTable, idem: IdemLog): void {
+  for (const entry of records) {
+    if (!entry.ok) continue;
+    for (const event of JSON.parse(entry.body) as Array<Record<string, unknown> & { t: string }>) {
+      if (event.t === 'idem.stored') {
+        const record = event.record as IdempotencyRecord;
+        idem.fill(entry.lsn, record.scope, record);
+        continue;
+      }
+      const kind = CREATED_KIND[event.t];
+      const entity = kind === undefined ? undefined : (event[CREATED_PROPERTY[kind]!] as { id: string } | undefined);
+      if (kind !== undefined && entity !== undefined) cold.fill(kind, entity.id, entry.lsn, JSON.stringify(entity));
+    }
+  }
+}
