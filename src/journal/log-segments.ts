@@ -143,6 +143,8 @@ export class LogSegments {
     }
     const body = encodeLogBody(records);
     this.insert!.run(lsnFirst, records.length, batch, body, logRowChecksum(lsnFirst, records.length, batch, body));
+    // Its derived rows are decided against these records after the commit: no decode needed then.
+    this.remember(`${open.name}:${lsnFirst}`, lsnFirst, records);
     open.records += records.length;
     open.firstLsn ??= lsnFirst;
     open.lastLsn = lsnFirst + records.length - 1;
@@ -221,7 +223,10 @@ export class LogSegments {
     }
   }
 
-  private readonly decoded = new Map<string, { records: LogRecord[]; chars: number }>();
+  /** Rows' records by `segment:lsn_first`, newest last: the batches just appended, and rows read back. */
+  private readonly decoded = new Map<string, { first: number; records: readonly LogRecord[]; chars: number }>();
+  /** recordAt's statement per segment. */
+  private readonly rowAt = new Map<string, Database.Statement>();
   private decodedChars = 0;
 
   /**
@@ -229,25 +234,33 @@ export class LogSegments {
    * truncated away); a row that fails its checksum throws (a derived row points into damaged data).
    */
   recordAt(lsn: number): string | undefined {
+    for (const entry of this.decoded.values()) if (lsn >= entry.first && lsn < entry.first + entry.records.length) return entry.records[lsn - entry.first]!.body;
     const segment = this.segments.find((s) => s.version === 2 && s.firstLsn !== null && s.lastLsn !== null && s.firstLsn <= lsn && lsn <= s.lastLsn);
     if (segment === undefined) return undefined;
-    const row = this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${segment.name} WHERE lsn_first <= ? ORDER BY lsn_first DESC LIMIT 1`).get(lsn) as { lsn_first: number; n: number; batch: number; body: Buffer; crc: number } | undefined;
-    if (row === undefined || lsn >= row.lsn_first + row.n) return undefined;
-    const key = `${segment.name}:${row.lsn_first}`;
-    let records = this.decoded.get(key)?.records;
-    if (records === undefined) {
-      if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) throw new DamagedRowError('log', `of batch ${row.batch} (LSN ${row.lsn_first}..${row.lsn_first + row.n - 1})`);
-      records = decodeLogBody(row.body, row.n);
-      const chars = records.reduce((sum, r) => sum + r.body.length, 0);
-      while (this.decoded.size > 0 && this.decodedChars + chars > DECODED_CHARS_MAX) {
-        const [oldest, entry] = this.decoded.entries().next().value!;
-        this.decoded.delete(oldest);
-        this.decodedChars -= entry.chars;
-      }
-      this.decoded.set(key, { records, chars });
-      this.decodedChars += chars;
+    let find = this.rowAt.get(segment.name);
+    if (find === undefined) {
+      find = this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${segment.name} WHERE lsn_first <= ? ORDER BY lsn_first DESC LIMIT 1`);
+      this.rowAt.set(segment.name, find);
     }
+    const row = find.get(lsn) as { lsn_first: number; n: number; batch: number; body: Buffer; crc: number } | undefined;
+    if (row === undefined || lsn >= row.lsn_first + row.n) return undefined;
+    if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) throw new DamagedRowError('log', `of batch ${row.batch} (LSN ${row.lsn_first}..${row.lsn_first + row.n - 1})`);
+    const records = decodeLogBody(row.body, row.n);
+    this.remember(`${segment.name}:${row.lsn_first}`, row.lsn_first, records);
     return records[lsn - row.lsn_first]!.body;
+  }
+
+  /** Keeps a row's records for `recordAt`, dropping the oldest kept past DECODED_CHARS_MAX. */
+  private remember(key: string, first: number, records: readonly LogRecord[]): void {
+    let chars = 0;
+    for (const record of records) chars += record.body.length;
+    while (this.decoded.size > 0 && this.decodedChars + chars > DECODED_CHARS_MAX) {
+      const [oldest, entry] = this.decoded.entries().next().value!;
+      this.decoded.delete(oldest);
+      this.decodedChars -= entry.chars;
+    }
+    this.decoded.set(key, { first, records, chars });
+    this.decodedChars += chars;
   }
 
   /** Deletes records from `lsn` on (a torn tail: the newest batch); a v2 row holding `lsn` goes whole. */
@@ -294,6 +307,7 @@ export class LogSegments {
     if (oldest.version === 2) beforeDrop(this.entriesOf(oldest, 0, 500));
     this.decoded.clear();
     this.decodedChars = 0;
+    this.rowAt.delete(oldest.name);
     this.db.exec(`DROP TABLE ${oldest.name}`);
     this.segments.shift();
     return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch: oldest.lastBatch ?? 0 }, blockers: [] };

@@ -18,7 +18,7 @@ export interface DerivedBatch {
 /** Rows that may wait before the shard writes them, whatever the snapshot cadence (bounds the heap). */
 export const DERIVED_PENDING_ROWS_MAX = 20_000;
 /** Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. */
-export const DERIVED_SLICE_ROWS = 2_000;
+export const DERIVED_SLICE_ROWS = 500;
 
 export class PendingDerived {
   private cold: ColdRow[] = [];
