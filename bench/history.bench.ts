@@ -12,7 +12,7 @@ import { execute } from '../src/shard/dispatch.ts';
 import { Passivation } from '../src/shard/passivate.ts';
 import { emptyPartition, type PartitionState } from '../src/shard/state.ts';
 import { ShardStore } from '../src/store/shard-store.ts';
-import { DERIVED_PENDING_ROWS_MAX } from '../src/store/derived-rows.ts';
+import { DERIVED_PENDING_WEIGHT_MAX } from '../src/store/derived-rows.ts';
 import { recoverShard, tiersOf } from '../src/shard/recovery.ts';
 import { compressImageSync, snapshotRow } from '../src/store/snapshot.ts';
 import { encodePartition } from '../src/shard/partition-image.ts';
@@ -80,7 +80,7 @@ function commit(shard: Shard, commands: Command[]): string[] {
   shard.store.appendBatch(records, shard.passivation.take());
   shard.passivation.settle();
   // As the runtime does: derived rows follow the log row, written when too many wait.
-  if (shard.store.derivedPending > DERIVED_PENDING_ROWS_MAX) shard.store.writeDerived();
+  if (shard.store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX) shard.store.writeDerived();
   return replies;
 }
 
@@ -146,7 +146,7 @@ async function main(): Promise<void> {
     if (process.stdout.isTTY && done % 50_000 === 0) process.stdout.write(`\r${done}/${payments}   `);
   }
   const runMs = performance.now() - started;
-  // Up to DERIVED_PENDING_ROWS_MAX derived rows wait in the heap (a bound, not growth with history):
+  // Up to DERIVED_PENDING_WEIGHT_MAX characters of derived rows wait in the heap (a bound, not growth with history):
   // written first, so what remains is what history itself leaves behind.
   store.writeDerived();
   const heapAfter = heapAfterGc();

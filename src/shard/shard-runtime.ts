@@ -30,7 +30,7 @@ import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
-import { DERIVED_PENDING_ROWS_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
+import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
 
 export interface ShardWorkerData {
   shard: number;
@@ -233,7 +233,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     const wrote = records.length > 0 || extras.idem.some((change) => change.op.op !== 'put');
     const freed = store.appendBatch(records, extras);
     if (wrote) gate.committedOne();
-    if (store.derivedPending > DERIVED_PENDING_ROWS_MAX) scheduleDerivedWrite();
+    if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX) scheduleDerivedWrite();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
     recordsSinceSnapshot += records.length;
@@ -274,7 +274,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       derivedWriteScheduled = false;
       if (closed) return;
       writeDerived(DERIVED_SLICE_ROWS);
-      if (store.derivedPending > DERIVED_PENDING_ROWS_MAX / 2) scheduleDerivedWrite();
+      if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX / 2) scheduleDerivedWrite();
     });
   }
 

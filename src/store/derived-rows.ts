@@ -15,8 +15,13 @@ export interface DerivedBatch {
   due: readonly DueChange[];
 }
 
-/** Rows that may wait before the shard writes them, whatever the snapshot cadence (bounds the heap). */
-export const DERIVED_PENDING_ROWS_MAX = 20_000;
+/**
+ * What may wait before the shard writes it, whatever the snapshot cadence (bounds the heap): the
+ * characters the waiting rows hold, each row counted at least ROW_WEIGHT_MIN. A row that points into
+ * the log holds no body, so a run of waiting sandbox collections costs ~100 B a row, not ~600.
+ */
+export const DERIVED_PENDING_WEIGHT_MAX = 16_000_000;
+const ROW_WEIGHT_MIN = 100;
 /** Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. */
 export const DERIVED_SLICE_ROWS = 500;
 
@@ -27,7 +32,8 @@ export class PendingDerived {
   /** `kind id` → its waiting versions, oldest first. */
   private readonly coldByKey = new Map<string, ColdRow[]>();
   /** Waiting idempotency records by seq (the LSN of the record that stored them). */
-  private readonly idemBySeq = new Map<number, IdempotencyRecord>();
+  private readonly idemBySeq = new Map<number, { record: IdempotencyRecord; inLog: boolean }>();
+  private weightNow = 0;
 
   add(batch: DerivedBatch): void {
     for (const row of batch.cold) {
@@ -36,28 +42,36 @@ export class PendingDerived {
       const versions = this.coldByKey.get(key);
       if (versions === undefined) this.coldByKey.set(key, [row]);
       else versions.push(row);
+      this.weightNow += Math.max(ROW_WEIGHT_MIN, row.body.length);
     }
     for (const change of batch.idem) {
       this.idem.push(change);
-      if (change.op.op === 'put') this.idemBySeq.set(change.lsn, change.op.record);
+      if (change.op.op === 'put') this.idemBySeq.set(change.lsn, { record: change.op.record, inLog: change.inLog === true });
+      this.weightNow += Math.max(ROW_WEIGHT_MIN, change.op.op === 'put' ? (change.op.record.json?.length ?? 0) : 0);
     }
     for (const change of batch.due) this.due.push(change);
+    this.weightNow += ROW_WEIGHT_MIN * batch.due.length;
+  }
+
+  /** The characters the waiting rows hold (see DERIVED_PENDING_WEIGHT_MAX). */
+  get weight(): number {
+    return this.weightNow;
   }
 
   get rows(): number {
     return this.cold.length + this.idem.length + this.due.length;
   }
 
-  /** The newest waiting version of an entity written before `beforeLsn` (Infinity: the newest). */
-  readCold(kind: EntityKind, id: string, beforeLsn: number): string | undefined {
+  /** The newest waiting version of an entity written before `beforeLsn` (Infinity: the newest); its body may be in the log. */
+  readCold(kind: EntityKind, id: string, beforeLsn: number): ColdRow | undefined {
     const versions = this.coldByKey.get(`${kind} ${id}`);
     if (versions === undefined) return undefined;
-    for (let i = versions.length - 1; i >= 0; i -= 1) if (versions[i]!.lsn < beforeLsn) return versions[i]!.body;
+    for (let i = versions.length - 1; i >= 0; i -= 1) if (versions[i]!.lsn < beforeLsn) return versions[i];
     return undefined;
   }
 
-  readColdExact(kind: EntityKind, id: string, lsn: number): string | undefined {
-    return this.coldByKey.get(`${kind} ${id}`)?.find((row) => row.lsn === lsn)?.body;
+  readColdExact(kind: EntityKind, id: string, lsn: number): ColdRow | undefined {
+    return this.coldByKey.get(`${kind} ${id}`)?.find((row) => row.lsn === lsn);
   }
 
   /** Ids of the waiting entities of a kind. */
@@ -65,9 +79,10 @@ export class PendingDerived {
     for (const [key, versions] of this.coldByKey) if (versions[0]!.kind === kind) yield key.slice(key.indexOf(' ') + 1);
   }
 
-  readIdem(scope: string, seq: number): IdempotencyRecord | undefined {
-    const record = this.idemBySeq.get(seq);
-    return record !== undefined && record.scope === scope ? record : undefined;
+  /** The waiting record at `seq` if it has this scope (`inLog`: its reply is in the log record). */
+  readIdem(scope: string, seq: number): { record: IdempotencyRecord; inLog: boolean } | undefined {
+    const waiting = this.idemBySeq.get(seq);
+    return waiting !== undefined && waiting.record.scope === scope ? waiting : undefined;
   }
 
   /**
@@ -85,7 +100,8 @@ export class PendingDerived {
       versions.shift();
       if (versions.length === 0) this.coldByKey.delete(key);
     }
-    for (const change of idem) if (change.op.op === 'put' && this.idemBySeq.get(change.lsn) === change.op.record) this.idemBySeq.delete(change.lsn);
+    for (const change of idem) if (change.op.op === 'put' && this.idemBySeq.get(change.lsn)?.record === change.op.record) this.idemBySeq.delete(change.lsn);
+    this.weightNow = Math.max(0, this.weightNow - cold.reduce((w, r) => w + Math.max(ROW_WEIGHT_MIN, r.body.length), 0) - idem.reduce((w, c) => w + Math.max(ROW_WEIGHT_MIN, c.op.op === 'put' ? (c.op.record.json?.length ?? 0) : 0), 0) - ROW_WEIGHT_MIN * due.length);
     return { cold, idem, due };
   }
 
@@ -97,6 +113,7 @@ export class PendingDerived {
     this.due = [];
     this.coldByKey.clear();
     this.idemBySeq.clear();
+    this.weightNow = 0;
     return taken;
   }
 }

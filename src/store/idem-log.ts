@@ -2,6 +2,7 @@
 // record that stored each one. Runs in the shard worker (and the CLI) that owns the file.
 // Invariant: an insert touches only the table's right edge and one index insertion point per owner,
 // so storing a record costs a few page writes whatever the table's size (no random-key b-tree).
+import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { ownerOfScope, packIdemAt, type IdempotencyRecord, type IdemOp } from './tiers.ts';
 import { scopeHash } from './scope-hash.ts';
@@ -79,8 +80,9 @@ export class IdemLog {
     if (insert.run(lsn, ...args).changes === 1) return lsn;
     const holder = this.stmt('SELECT scope FROM idem_log WHERE seq = ?').pluck().get(lsn) as string;
     if (holder === record.scope) return lsn;
-    // Elsewhere than at its LSN, a row could not find its reply in the log: it keeps it whole.
-    if (inLog) return this.put(lsn, partition, record, false);
+    // A reply in the log is found at the row's LSN: a v2 record stores one key at its own LSN, so a
+    // second row for it cannot arise (only images and files from before idem_log had two a LSN).
+    assert(!inLog, `idempotency row: the reply of ${record.scope} is in log record ${lsn}, whose row holds another key`);
     const lowest = this.stmt('SELECT min(seq) FROM idem_log').pluck().get() as number;
     const seq = Math.min(lowest, 0) - 1;
     insert.run(seq, ...args);

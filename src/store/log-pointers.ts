@@ -46,12 +46,12 @@ export function storedInLog(wal: LogSegments, scope: string, lsn: number): { jso
 export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBatch {
   const cold = derived.cold.map((row) => {
     const property = CREATED_PROPERTY[row.kind];
-    if (property === undefined) return row;
+    if (property === undefined || row.inLog === true) return row;
     const record = wal.recordAt(row.lsn);
     return record !== undefined && record.includes(`"${property}":${row.body}`) ? { ...row, inLog: true as const } : row;
   });
   const idem = derived.idem.map((change) => {
-    if (change.op.op !== 'put' || change.op.record.json === undefined) return change;
+    if (change.inLog === true || change.op.op !== 'put' || change.op.record.json === undefined) return change;
     const record = wal.recordAt(change.lsn);
     // The record's idem.stored event carries this scope and this very reply (execute writes both from one value).
     const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(change.op.record.scope)}`) && record.includes(`"json":${JSON.stringify(change.op.record.json)}`);

@@ -22,6 +22,19 @@ export type { ColdRow } from './cold-table.ts';
 
 export type BatchExtras = DerivedBatch;
 
+/** Rows marked to point into the log, their bodies (and replies) dropped from memory. */
+function withoutBodies(derived: DerivedBatch): DerivedBatch {
+  return {
+    cold: derived.cold.map((row) => (row.inLog === true ? { ...row, body: IN_LOG_BODY } : row)),
+    idem: derived.idem.map((change) => {
+      if (change.inLog !== true || change.op.op !== 'put') return change;
+      const { json: _inLog, ...record } = change.op.record;
+      return { ...change, op: { op: 'put', record } };
+    }),
+    due: derived.due,
+  };
+}
+
 /** One log record as replay reads it (`ok`: its row passed its checksum). */
 export type WalRow = LogEntry;
 export { walChecksum };
@@ -139,7 +152,8 @@ export class ShardStore implements ColdReader {
 
   read(kind: EntityKind, id: string): string | undefined {
     const waiting = this.pending.readCold(kind, id, this.asOfLsn);
-    if (waiting !== undefined || !this.tiered) return waiting;
+    if (waiting !== undefined) return waiting.inLog === true ? this.createdInLog(kind, id, waiting.lsn) : waiting.body;
+    if (!this.tiered) return undefined;
     const row = this.cold.readRow(kind, id, this.asOfLsn);
     if (row === undefined || row.body !== IN_LOG_BODY) return row?.body;
     return this.createdInLog(kind, id, row.lsn);
@@ -156,7 +170,9 @@ export class ShardStore implements ColdReader {
   }
 
   readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
-    return this.pending.readColdExact(kind, id, lsn) ?? (this.tiered ? this.cold.readExact(kind, id, lsn) : undefined);
+    const waiting = this.pending.readColdExact(kind, id, lsn);
+    if (waiting !== undefined) return waiting.inLog === true ? this.createdInLog(kind, id, lsn) : waiting.body;
+    return this.tiered ? this.cold.readExact(kind, id, lsn) : undefined;
   }
 
   /** Writes derived rows into their tables (inside the caller's transaction); returns the freed idempotency keys. */
@@ -167,9 +183,14 @@ export class ShardStore implements ColdReader {
     return this.applyIdem(pointed.idem);
   }
 
-  /** Rows waiting to be written (the runtime writes them when too many wait). */
+  /** Rows waiting to be written. */
   get derivedPending(): number {
     return this.pending.rows;
+  }
+
+  /** What the waiting rows hold, in characters (the runtime writes them when it passes its bound). */
+  get derivedWeight(): number {
+    return this.pending.weight;
   }
 
   /**
@@ -212,7 +233,8 @@ export class ShardStore implements ColdReader {
 
   readIdemAt(scope: string, seq: number): IdempotencyRecord | undefined {
     const waiting = this.pending.readIdem(scope, seq);
-    if (waiting !== undefined || !this.idemLogged) return waiting;
+    if (waiting !== undefined) return waiting.inLog ? { ...waiting.record, ...this.storedInLog(scope, seq) } : waiting.record;
+    if (!this.idemLogged) return undefined;
     const record = this.idem.readAt(scope, seq);
     if (record === undefined || record.json !== IN_LOG_JSON) return record;
     const stored = this.storedInLog(scope, seq);
@@ -306,7 +328,8 @@ export class ShardStore implements ColdReader {
     const frees = extras.idem.some((change) => change.op.op !== 'put');
     if (frees) this.pending.add(extras);
     const freed = this.appendTx(records, frees ? this.pending.take() : null);
-    if (!frees) this.pending.add(extras);
+    // Rows that would repeat the records just appended wait without their bodies (they point into them).
+    if (!frees) this.pending.add(withoutBodies(pointIntoLog(this.wal, extras)));
     this.nextLsn += records.length;
     if (records.length > 0) this.nextBatch += 1;
     return freed;

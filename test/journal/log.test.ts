@@ -271,6 +271,9 @@ describe('log v2: derived rows that point into the log', () => {
     const created = bareTxn('P1', 70);
     const record = { scope: 'test:acme:ptr-1', fingerprint: 'f', status: 201, json: '{"data":{"id":"P1"}}', atMs: 70 };
     const [at] = commit([[{ t: 'txn.created', txn: created }, { t: 'idem.stored', record }]]);
+    assert.ok(store.derivedWeight < 1_000, 'waiting, they hold no body or reply (~100 a row)');
+    assert.deepEqual(state.transactions.get('P1'), created, 'read while waiting, from the log record');
+    assert.deepEqual(store.readIdemAt(record.scope, at!), record, 'the reply too');
     store.writeDerived();
     assert.deepEqual(rawCold(file, 'P1'), [''], 'no second copy of the body');
     assert.equal(rawIdemJson(file, at!), '', 'no second copy of the reply');
