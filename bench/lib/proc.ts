@@ -209,5 +209,6 @@ export function serverEntryArgs(root: string): string[] {
   if (process.argv.includes('--from-source')) return ['--import', 'tsx', `${root}/src/main.ts`];
   const built = spawnSync(process.execPath, [`${root}/scripts/build.mjs`, '--if-stale'], { cwd: root, encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`build failed:\n${built.stderr}`);
-  return [`${root}/dist/main.js`];
+  // The node flags of `npm start` (package.json), so the bench measures what a user runs.
+  return ['--max-semi-space-size=64', `${root}/dist/main.js`];
 }
