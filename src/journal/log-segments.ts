@@ -313,6 +313,23 @@ export class LogSegments {
     return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch: oldest.lastBatch ?? 0 }, blockers: [] };
   }
 
+  /** The LSN range of the oldest segment if it is a sealed v2 segment ending at or below `ceilingLsn`. */
+  oldestSealedV2(ceilingLsn: number): { first: number; last: number } | null {
+    const oldest = this.segments[0]!;
+    if (this.segments.length < 2 || oldest.version !== 2 || oldest.firstLsn === null || oldest.lastLsn === null || oldest.lastLsn > ceilingLsn) return null;
+    return { first: oldest.firstLsn, last: oldest.lastLsn };
+  }
+
+  /** The records of the oldest segment from `fromLsn` to `toLsn`. */
+  *oldestEntries(fromLsn: number, toLsn: number): IterableIterator<LogEntry> {
+    const oldest = this.segments[0];
+    if (oldest === undefined) return;
+    for (const entry of this.entriesOf(oldest, fromLsn - 1, 200)) {
+      if (entry.lsn > toLsn) return;
+      yield entry;
+    }
+  }
+
   /** Segment names and versions, oldest first (verify and tests). */
   list(): Array<{ name: string; version: 1 | 2; records: number }> {
     return this.segments.map((s) => ({ name: s.name, version: s.version, records: s.records }));

@@ -32,6 +32,9 @@ import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
 import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
 
+/** Log records whose pointing rows take their bodies in one turn before truncation (~15 ms). */
+const TRUNCATION_FILL_RECORDS = 200;
+
 export interface ShardWorkerData {
   shard: number;
   shards: number;
@@ -335,6 +338,11 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       // than its records in the oldest segment is imaged again next round, so an idle one never pins it.
       if (taken > 0) {
         for (;;) {
+          // The rows pointing into the segment take their bodies first, a slice of records a turn.
+          while (!closed && !store.fillBeforeTruncation(data.walRetainRecords, TRUNCATION_FILL_RECORDS)) {
+            gate.committedOne();
+            await new Promise((resolve) => setImmediate(resolve));
+          }
           const { dropped, blockers } = store.truncateWal(data.walRetainRecords);
           for (const partition of blockers) dirty.add(partition);
           if (dropped === 0) break;

@@ -311,6 +311,10 @@ describe('log v2: derived rows that point into the log', () => {
     assert.deepEqual(rawCold(file, 'P3'), ['']);
     // Two images above every record of the first segment let it go.
     for (const lsn of [store.lsnNext - 2, store.lsnNext - 1]) store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn, takenAtMs: lsn, body: compressImageSync(encodePartition(state)) }));
+    // A record's worth a call: the first call fills the rows pointing into record `at`, then the rest.
+    assert.equal(store.fillBeforeTruncation(0, 1), false, 'more records of the segment to go');
+    assert.notEqual(rawCold(file, 'P3')[0], '', 'filled before the drop, a slice at a time');
+    while (!store.fillBeforeTruncation(0, 1));
     const { dropped } = store.truncateWal(0);
     assert.ok(dropped > 0, 'the first segment was dropped');
     assert.equal(store.walFirstLsn()! > at!, true);
