@@ -13,8 +13,6 @@ import { compressImage, snapshotRow } from '../store/snapshot.ts';
 import { encodePartition } from './partition-image.ts';
 import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
-import { EXPIRE_AGAIN_AFTER_MS, EXPIRE_CANDIDATES_MAX } from './handlers/payments.ts';
-import type { DueEntry } from '../store/due-log.ts';
 import { setRequeryAfterMs, type Effect, type HandlerContext } from './lifecycle/context.ts';
 import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
 import type { OutboxEvent, PartitionState, StoredReply } from './state.ts';
@@ -31,6 +29,7 @@ import { coverageOf, type ConnectorConfig } from '../connectors/connector-config
 import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
 import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
+import { startSweeps } from './sweeps.ts';
 
 /** Log records whose pointing rows take their bodies in one turn before truncation (~15 ms). */
 const TRUNCATION_FILL_RECORDS = 200;
@@ -415,63 +414,5 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   if (data.snapshotIntervalMs > 0) timers.push(setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref());
   timers.push(setInterval(() => post(metrics.take(queue.length)), SHARD_METRICS_INTERVAL_MS).unref());
 
-  /**
-   * Idempotency records past retention are forgotten (an event, so replay forgets them too), measured on
-   * each owner's sandbox clock; the front end is told, so the keys are free again.
-   */
-  function sweepIdempotency(): void {
-    const nowMs = Date.now();
-    const cutoffMs = Object.fromEntries([...clockOffsets].map(([owner, offset]) => [owner, nowMs + offset - data.idempotencyRetentionMs]));
-    for (const partition of partitions) {
-      enqueue({ n: -1, cmd: { k: 'idem.expire', cutoffMs, defaultCutoffMs: nowMs - data.idempotencyRetentionMs, owner: 'system:idempotency', nowMs, partition } });
-    }
-  }
-  timers.push(setInterval(sweepIdempotency, data.idempotencySweepMs).unref());
-
-  /** Each owner's sandbox-clock now, for sweeps that must agree with what that owner's requests see. */
-  function ownerNows(nowMs: number): Record<string, number> {
-    return Object.fromEntries([...clockOffsets].map(([owner, offset]) => [owner, nowMs + offset]));
-  }
-
-  function sweepQuotes(): void {
-    const nowMs = Date.now();
-    const cutoffMs = ownerNows(nowMs);
-    for (const partition of partitions) {
-      const state = states.get(partition)!;
-      if (state.quotes.size === 0 && state.serviceQuotes.size === 0) continue;
-      enqueue({ n: -1, cmd: { k: 'quotes.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:quotes', nowMs, partition } });
-    }
-  }
-  timers.push(setInterval(sweepQuotes, data.quoteSweepMs).unref());
-
-  /**
-   * Sandbox collections nobody paid before their instructions expired fail (EXPIRED) and leave the heap.
-   * One read of the file's `due` table (owner by owner, each at its sandbox-clock now) finds the rows due
-   * in every partition; each partition's command gets its own and decides from the payments themselves.
-   */
-  function sweepCollections(): void {
-    if (closed) return;
-    // The expiry rows of recent collections may still wait in memory: the sweep reads the table.
-    writeDerived();
-    const nowMs = Date.now();
-    const cutoffMs = ownerNows(nowMs);
-    const byPartition = new Map<number, DueEntry[]>();
-    let found = 0;
-    for (const owner of store.due.owners()) {
-      for (const row of store.due.dueOf(owner, cutoffMs[owner] ?? nowMs, EXPIRE_CANDIDATES_MAX - found)) {
-        let candidates = byPartition.get(row.partition);
-        if (candidates === undefined) byPartition.set(row.partition, (candidates = []));
-        candidates.push({ id: row.id, owner: row.owner, expiresAtMs: row.expiresAtMs });
-        found += 1;
-      }
-      if (found >= EXPIRE_CANDIDATES_MAX) break;
-    }
-    for (const [partition, candidates] of byPartition) {
-      if (!states.has(partition)) continue;
-      enqueue({ n: -1, cmd: { k: 'payments.expire', cutoffMs, defaultCutoffMs: nowMs, owner: 'system:payments', nowMs, partition, candidates } });
-    }
-    // A backlog drains in slices: look again soon (rows of collections expired meanwhile are dropped then).
-    if (found >= EXPIRE_CANDIDATES_MAX && !closed) setTimeout(sweepCollections, EXPIRE_AGAIN_AFTER_MS).unref();
-  }
-  timers.push(setInterval(sweepCollections, data.collectionSweepMs).unref());
+  timers.push(...startSweeps({ data, partitions, states, clockOffsets, store, enqueue: (cmd) => enqueue({ n: -1, cmd }), writeDerived: () => writeDerived(), isClosed: () => closed }));
 }
