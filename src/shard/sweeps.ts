@@ -7,10 +7,10 @@ import type { DueEntry } from '../store/due-log.ts';
 import type { ShardStore } from '../store/shard-store.ts';
 import type { Command } from './protocol.ts';
 import type { PartitionState } from './state.ts';
-import type { ShardWorkerData } from './shard-runtime.ts';
 
 export interface SweepContext {
-  data: ShardWorkerData;
+  /** The sweeps' cadences and the idempotency retention (the shard's worker data). */
+  data: { idempotencyRetentionMs: number; idempotencySweepMs: number; quoteSweepMs: number; collectionSweepMs: number };
   partitions: readonly number[];
   states: ReadonlyMap<number, PartitionState>;
   clockOffsets: ReadonlyMap<string, number>;
