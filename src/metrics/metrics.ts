@@ -64,15 +64,15 @@ export class Metrics {
 
   /** The webhook backlog, read at scrape time: pending deliveries and the oldest one's age, by subscription status. */
   webhookBacklog(read: () => ReadonlyArray<{ subscriptionStatus: string; pending: number; oldestAgeMs: number }>): void {
-    const snapshot = { atMs: -1, rows: [] as ReadonlyArray<{ subscriptionStatus: string; pending: number; oldestAgeMs: number }> };
-    // Both gauges are collected in one scrape: one query serves the two.
-    const rows = (): typeof snapshot.rows => {
-      const nowMs = Date.now();
-      if (nowMs - snapshot.atMs > 100) {
-        snapshot.rows = read();
-        snapshot.atMs = nowMs;
+    type Rows = ReturnType<typeof read>;
+    // Both gauges are collected in the same turn of one scrape: one query serves the two.
+    let turn: Rows | null = null;
+    const rows = (): Rows => {
+      if (turn === null) {
+        turn = read();
+        setImmediate(() => (turn = null));
       }
-      return snapshot.rows;
+      return turn;
     };
     new Gauge({
       name: 'kobo_webhook_backlog_deliveries',
