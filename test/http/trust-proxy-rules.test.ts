@@ -77,6 +77,16 @@ describe('trust proxy: the walk back', () => {
     assert.equal(trusted('10.0.0.0/8').clientOf('10.9.9.9', hops.join(',')), hops[hops.length - FORWARDED_HOPS_MAX]);
   });
 
+  it('the trust memo past its bound (5,000 distinct peers) → starts over; every decision stays right', () => {
+    const p = trusted('10.0.0.0/8');
+    for (let i = 0; i < 5_000; i++) {
+      const peer = `192.0.${Math.floor(i / 250)}.${i % 250}`;
+      assert.equal(p.clientOf(peer, '203.0.113.7'), peer);
+    }
+    assert.equal(p.clientOf('10.0.0.9', '203.0.113.7'), '203.0.113.7');
+    assert.equal(p.clientOf('192.0.1.1', '203.0.113.7'), '192.0.1.1');
+  });
+
   it('IPv4-mapped IPv6 in the header → the IPv4 address; upper-case IPv6 → lower case', () => {
     assert.equal(trusted('1').clientOf('::1', '::ffff:203.0.113.7'), '203.0.113.7');
     assert.equal(trusted('1').clientOf('::1', '2001:DB8::A'), '2001:db8::a');
