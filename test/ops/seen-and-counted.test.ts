@@ -232,6 +232,8 @@ describe('first start and a missing connectors file', () => {
     const run = await startApart({ KOBO_DATA_DIR: tempDataDir('kobo-first') });
     try {
       assert.ok(run.port !== null, run.stderr());
+      // stderr and stdout are two pipes: the secret may arrive after the listening line.
+      await waitFor(() => /sandbox secret key/.test(run.stderr()), 5_000);
       const match = /sandbox secret key \(shown once, store it now\): (sk_test_\S+)/.exec(run.stderr());
       assert.ok(match, run.stderr());
       const secret = match[1]!;
