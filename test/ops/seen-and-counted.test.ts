@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ControlStore } from '../../src/store/control-store.ts';
-import { unknownSettings } from '../../src/config.ts';
+import { KNOWN_VARIABLES, unknownSettings } from '../../src/config.ts';
 import { editDistance, nearestName } from '../../src/ops/nearest-name.ts';
 import { ROOT, entryArgs } from '../helpers/build.ts';
 import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
@@ -190,6 +190,14 @@ describe('start-up lines', () => {
     ]);
     assert.equal(editDistance('kitten', 'sitting'), 3);
     assert.equal(nearestName('KOBO_QWERTYUIOP', ['KOBO_SHARDS', 'KOBO_DATA_DIR']), null);
+  });
+
+  it('KNOWN_VARIABLES: every KOBO_* name src/config.ts mentions is known (a new setting cannot be warned about as unknown)', () => {
+    const text = fs.readFileSync(path.join(ROOT, 'src', 'config.ts'), 'utf8');
+    const mentioned = new Set(text.match(/KOBO_[A-Z0-9_]*[A-Z0-9]/g));
+    assert.ok(mentioned.size > 30, 'the scan finds the settings');
+    assert.deepEqual([...mentioned].filter((name) => !KNOWN_VARIABLES.includes(name)), []);
+    assert.deepEqual(unknownSettings(Object.fromEntries(KNOWN_VARIABLES.map((name) => [name, '1']))), []);
   });
 
   it('connectors: the loaded ones are listed at start with their rails', () => {
