@@ -692,7 +692,7 @@ export interface paths {
         put?: never;
         /**
          * Create a customer (and its home-currency wallet)
-         * @description Creates a customer and its home-currency wallet. Email and phone are unique per account: a second customer with either is 409 CONFLICT.
+         * @description Creates a customer and its home-currency wallet. Email and phone are unique per account: a second customer with either is 409 DUPLICATE.
          */
         post: operations["createCustomer"];
         delete?: never;
