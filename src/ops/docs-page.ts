@@ -144,7 +144,7 @@ export function renderDocsPage(document: object): string {
   const title = `${doc.info?.title ?? 'kobo API'} ${doc.info?.version ?? ''}`.trim();
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)} — API reference</title>
+<title>${escape(title)} — API reference</title><link rel="icon" href="data:,">
 </head><body style="margin:0">
 <redoc spec-url="/v1/openapi.json" expand-responses="200,201" json-sample-expand-level="3" required-props-first="true" hide-hostname="true" path-in-middle-panel="true"></redoc>
 <noscript>${staticListing(document)}</noscript>
