@@ -107,7 +107,7 @@ function parametersOf(route: RouteDef, row: OperationDoc | undefined): Parameter
 }
 
 /** The error responses: the pipeline's own refusals for every route of a kind, then the route's own. */
-function errorResponses(route: RouteDef): Record<string, object> {
+function errorResponses(route: RouteDef, exampleOf: (code: string) => object): Record<string, object> {
   const codes = new Set<string>([
     ...(route.auth === 'key' ? ['UNAUTHENTICATED', 'FORBIDDEN'] : []),
     ...(route.method === 'GET' ? [] : ['PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
@@ -121,7 +121,7 @@ function errorResponses(route: RouteDef): Record<string, object> {
   }
   const responses: Record<string, object> = {};
   for (const [status, list] of byStatus) {
-    const examples = Object.fromEntries(list.map((code) => [code, { summary: code, value: { error: { code, message: `What went wrong and what to do (${code}).`, request_id: 'req_01JDA0K8Z3REQVEST0000000D0' } } }]));
+    const examples = Object.fromEntries(list.map((code) => [code, exampleOf(code)]));
     responses[status] = { description: list.join(', '), content: { 'application/json': { schema: ref('Error'), examples } } };
   }
   return responses;
@@ -142,6 +142,12 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
   const paths: Record<string, Record<string, object>> = {};
   const names = namedSchemas();
   const components: Record<string, object> = { Error: ErrorEnvelope };
+  /** One example per error code, shared by every response that can carry it. */
+  const errorExamples: Record<string, object> = {};
+  const errorExampleOf = (code: string): object => {
+    errorExamples[code] ??= { summary: code, value: { error: { code, message: `What went wrong and what to do (${code}).`, request_id: 'req_01JDA0K8Z3REQVEST0000000D0' } } };
+    return { $ref: `#/components/examples/${code}` };
+  };
   /** A $ref to the schema's component (registered on first use), or the schema inline when it has no name. */
   const schemaOf = (schema: TSchema): object => {
     const name = names.get(schema);
@@ -175,7 +181,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
       ...(row === undefined ? {} : { description: row.description }),
       tags: [tagOf(route)],
       parameters,
-      responses: { [status]: success, ...errorResponses(route) },
+      responses: { [status]: success, ...errorResponses(route, errorExampleOf) },
       security: route.auth === 'public' ? [] : [{ bearer: [] }],
     };
     if (route.body !== undefined) {
@@ -202,6 +208,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
     webhooks: webhooksOf(schemaOf),
     components: {
       schemas: components,
+      examples: errorExamples,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (sandbox) or sk_live_… (live)' } },
     },
   };
