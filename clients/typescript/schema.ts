@@ -1399,12 +1399,12 @@ export interface components {
             /** @description ISO 3166-1 alpha-2 code */
             country_code: string;
             /**
-             * @description One of these; another value is answered with the endpoint's own 422 code (e.g. METHOD_NOT_SELECTABLE), not 400.
+             * @description A catalogue code; another value is answered 400 VALIDATION.
              * @enum {string}
              */
             service_code: "airtime" | "data" | "electricity" | "water" | "internet" | "tv" | "betting" | "gift_cards" | "education" | "insurance";
             /**
-             * @description One of these; another value is answered with the endpoint's own 422 code (e.g. METHOD_NOT_SELECTABLE), not 400.
+             * @description A method of GET /v1/services/{code}/payment-methods; another value is answered 422 METHOD_NOT_SELECTABLE.
              * @enum {string}
              */
             payment_method?: "wallet" | "card" | "bank_transfer";
@@ -1490,7 +1490,7 @@ export interface components {
             /** @description ISO 3166-1 alpha-2 code */
             country_code: string;
             /**
-             * @description One of these; another value is answered with the endpoint's own 422 code (e.g. METHOD_NOT_SELECTABLE), not 400.
+             * @description A catalogue code; another value is answered 400 VALIDATION.
              * @enum {string}
              */
             service_code: "airtime" | "data" | "electricity" | "water" | "internet" | "tv" | "betting" | "gift_cards" | "education" | "insurance";
@@ -1499,7 +1499,7 @@ export interface components {
             /** @description ISO 4217 code */
             currency: string;
             /**
-             * @description One of these; another value is answered with the endpoint's own 422 code (e.g. METHOD_NOT_SELECTABLE), not 400.
+             * @description A method of GET /v1/services/{code}/payment-methods; another value is answered 422 METHOD_NOT_SELECTABLE.
              * @enum {string}
              */
             payment_method: "wallet" | "card" | "bank_transfer";
@@ -1721,7 +1721,7 @@ export interface components {
             /** @description ISO 4217 code */
             currency: string;
             /**
-             * @description One of these; another value is answered with the endpoint's own 422 code (e.g. METHOD_NOT_SELECTABLE), not 400.
+             * @description Another value is answered 422 METHOD_NOT_SELECTABLE, like a method this customer cannot use.
              * @enum {string}
              */
             method: "bank_transfer" | "card" | "mobile_money" | "wallet" | "virtual_account";
@@ -3919,7 +3919,7 @@ export interface operations {
                 /** @example 01JDA0K8Z3C0STMER000000001 */
                 customer_id?: string;
                 operator?: string;
-                /** @example mtn */
+                /** @example MTN */
                 operator_code?: string;
                 kind?: "plans" | "packages" | "rates";
                 phone?: string;
@@ -3945,7 +3945,7 @@ export interface operations {
                      *       "data": {
                      *         "service_code": "airtime",
                      *         "country_code": "NG",
-                     *         "operator_code": "mtn",
+                     *         "operator_code": "MTN",
                      *         "kind": "sample",
                      *         "presentation": {
                      *           "picker": "tabs",
@@ -3957,7 +3957,7 @@ export interface operations {
                      *           {
                      *             "code": "NG",
                      *             "title": "Airtime",
-                     *             "operator_code": "mtn",
+                     *             "operator_code": "MTN",
                      *             "service_code": "airtime",
                      *             "country": "NG",
                      *             "amount_minor": 150000,
@@ -4188,7 +4188,7 @@ export interface operations {
                 /**
                  * @example {
                  *       "account_ref": "45012345678",
-                 *       "operator_code": "ikedc",
+                 *       "operator_code": "IKEDC",
                  *       "meter_type": "prepaid"
                  *     }
                  */
@@ -4208,7 +4208,7 @@ export interface operations {
                      *         "service_code": "airtime",
                      *         "country_code": "NG",
                      *         "account_ref": "45012345678",
-                     *         "operator_code": "mtn",
+                     *         "operator_code": "MTN",
                      *         "meter_type": "prepaid",
                      *         "product_code": "sample",
                      *         "valid": true,
@@ -4349,7 +4349,7 @@ export interface operations {
                  *       "service_code": "airtime",
                  *       "payment_method": "wallet",
                  *       "phone": "+2348031234567",
-                 *       "operator_code": "mtn",
+                 *       "operator_code": "MTN",
                  *       "customer_id": "01JDA0K8Z3C0STMER000000001"
                  *     }
                  */
@@ -4502,7 +4502,7 @@ export interface operations {
                  *       "currency": "NGN",
                  *       "payment_method": "wallet",
                  *       "phone": "+2348031234567",
-                 *       "operator_code": "mtn",
+                 *       "operator_code": "MTN",
                  *       "customer_id": "01JDA0K8Z3C0STMER000000001"
                  *     }
                  */
@@ -4520,7 +4520,7 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "order": {
-                     *           "id": "01JDA0K8Z3EVENT0000000000C",
+                     *           "id": "01JDA0K8Z3SERVCE0RDER00009",
                      *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
                      *           "payment_transaction_id": "01JDA0K8Z3TXN0000000000003",
                      *           "country_code": "NG",
@@ -4530,7 +4530,7 @@ export interface operations {
                      *           "fee_minor": 1500,
                      *           "provider_cost_minor": 100000,
                      *           "currency": "NGN",
-                     *           "operator_code": "mtn",
+                     *           "operator_code": "MTN",
                      *           "meter_type": "prepaid",
                      *           "account_ref": "45012345678",
                      *           "provider_reference": "SBX-4F2A91",
@@ -4553,7 +4553,7 @@ export interface operations {
                      *           "updated_at": "2026-11-26T09:30:00.000Z"
                      *         },
                      *         "payment": {
-                     *           "id": "01JDA0K8Z3EVENT0000000000C",
+                     *           "id": "01JDA0K8Z3PAYMENT000000004",
                      *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
                      *           "method": "bank_transfer",
                      *           "status": "pending"
@@ -4674,7 +4674,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "id": "01JDA0K8Z3SERVCE0RDER00009",
                      *         "transaction_id": "01JDA0K8Z3TXN0000000000003",
                      *         "payment_transaction_id": "01JDA0K8Z3TXN0000000000003",
                      *         "country_code": "NG",
@@ -4684,7 +4684,7 @@ export interface operations {
                      *         "fee_minor": 1500,
                      *         "provider_cost_minor": 100000,
                      *         "currency": "NGN",
-                     *         "operator_code": "mtn",
+                     *         "operator_code": "MTN",
                      *         "meter_type": "prepaid",
                      *         "account_ref": "45012345678",
                      *         "provider_reference": "SBX-4F2A91",
@@ -6302,7 +6302,7 @@ export interface operations {
                      *         "pin_set": true,
                      *         "wallets": [
                      *           {
-                     *             "id": "01JDA0K8Z3EVENT0000000000C",
+                     *             "id": "01JDA0K8Z3WA11ET0000000002",
                      *             "currency": "NGN"
                      *           }
                      *         ],
@@ -6422,7 +6422,7 @@ export interface operations {
                      *         "pin_set": true,
                      *         "wallets": [
                      *           {
-                     *             "id": "01JDA0K8Z3EVENT0000000000C",
+                     *             "id": "01JDA0K8Z3WA11ET0000000002",
                      *             "currency": "NGN"
                      *           }
                      *         ],
@@ -6525,7 +6525,7 @@ export interface operations {
                      *         "pin_set": true,
                      *         "wallets": [
                      *           {
-                     *             "id": "01JDA0K8Z3EVENT0000000000C",
+                     *             "id": "01JDA0K8Z3WA11ET0000000002",
                      *             "currency": "NGN"
                      *           }
                      *         ],

@@ -30,6 +30,9 @@ const ID_BY_OBJECT: Record<string, string> = {
   customer: EXAMPLE_IDS.customer, wallet: EXAMPLE_IDS.wallet, transaction: EXAMPLE_IDS.transaction, payment: EXAMPLE_IDS.payment,
   transfer: EXAMPLE_IDS.transfer, beneficiary: EXAMPLE_IDS.beneficiary, exchange_quote: EXAMPLE_IDS.quote, exchange: EXAMPLE_IDS.exchange,
   service_order: EXAMPLE_IDS.order, webhook_subscription: EXAMPLE_IDS.subscription, webhook_delivery: EXAMPLE_IDS.delivery, event: EXAMPLE_IDS.event,
+  // The same by the name of the field or path that holds a resource without an `object` field.
+  order: EXAMPLE_IDS.order, quote: EXAMPLE_IDS.quote, subscription: EXAMPLE_IDS.subscription, delivery: EXAMPLE_IDS.delivery, redeliver: EXAMPLE_IDS.delivery,
+  settle: EXAMPLE_IDS.payment, fail: EXAMPLE_IDS.payment, cancel: EXAMPLE_IDS.transaction, retry: EXAMPLE_IDS.transaction,
 };
 
 /** Realistic values by field name, used when they satisfy the field's schema. */
@@ -41,7 +44,7 @@ const VALUE_BY_NAME: Record<string, unknown> = {
   country: 'NG', country_code: 'NG', code: 'NG', name: 'Ada Obi', account_name: 'ADA OBI', email: 'ada.obi@example.com', phone: '+2348031234567',
   amount_minor: 150000, fee_minor: 1500, net_amount_minor: 148500, from_amount_minor: 1500000, to_amount_minor: 98000, provider_cost_minor: 100000,
   customer_amount_minor: 101500, available_minor: 1250000, held_minor: 0, balance_minor: 1250000, min_amount_minor: 10000, max_amount_minor: 50000000,
-  method: 'bank_transfer', payment_method: 'wallet', service_code: 'airtime', operator_code: 'mtn', event_type: 'payment.completed',
+  method: 'bank_transfer', payment_method: 'wallet', service_code: 'airtime', operator_code: 'MTN', operator: 'MTN', event_type: 'payment.completed',
   event_key: `payment.completed:${EXAMPLE_IDS.transaction}`, url: 'https://example.com/hooks/kobo', reference: 'invoice-2231', narration: 'Rent for December',
   bank_code: '058', account_number: '0123456789', account_ref: '45012345678', provider_reference: 'SBX-4F2A91', rate: '0.000653', fx_rate: '0.000653',
   secret: 'whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e', tier: 'tier_1', type: 'payment', stage: 'provider', message: 'The provider rejected the request.',
@@ -106,10 +109,12 @@ export function sampleOf(schema: JsonSchema, resolve: (ref: string) => JsonSchem
   switch (type) {
     case 'object': {
       const properties = schema.properties ?? {};
-      const object = typeof properties.object?.const === 'string' ? properties.object.const : undefined;
+      // The resource: its `object` constant, else the name of the field (or path) that holds it.
+      const object = typeof properties.object?.const === 'string' ? properties.object.const : name;
       const out: Record<string, unknown> = {};
       for (const [key, field] of Object.entries(properties)) {
-        out[key] = key === 'id' && object !== undefined && ID_BY_OBJECT[object] !== undefined ? ID_BY_OBJECT[object] : sampleOf(field, resolve, key, depth + 1);
+        const id = key === 'id' ? ID_BY_OBJECT[object] : undefined;
+        out[key] = id !== undefined && matches(field, id) ? id : sampleOf(field, resolve, key, depth + 1);
       }
       return out;
     }

@@ -32,12 +32,15 @@ const BODY_KEY_ROUTES: ReadonlySet<string> = new Set(['POST /v1/services/orders'
 const PAYMENT_METHODS = ['bank_transfer', 'card', 'mobile_money', 'wallet', 'virtual_account'];
 /**
  * Request fields the server checks in its handlers (so that an unknown value gets the contract's own
- * code) but the document lists as enums, which is what a typed client should offer.
+ * code, e.g. 422 METHOD_NOT_SELECTABLE) but the document lists as enums, which a typed client should offer.
  */
-const DOCUMENTED_ENUMS: Record<string, Record<string, readonly string[]>> = {
-  PaymentCreate: { method: PAYMENT_METHODS },
-  ServiceQuoteCreate: { payment_method: SERVICE_PAYMENT_METHODS, service_code: SERVICE_CODES },
-  ServiceOrderCreate: { payment_method: SERVICE_PAYMENT_METHODS, service_code: SERVICE_CODES },
+const METHOD_ENUM = { values: PAYMENT_METHODS, description: 'Another value is answered 422 METHOD_NOT_SELECTABLE, like a method this customer cannot use.' };
+const SERVICE_METHOD_ENUM = { values: SERVICE_PAYMENT_METHODS, description: 'A method of GET /v1/services/{code}/payment-methods; another value is answered 422 METHOD_NOT_SELECTABLE.' };
+const SERVICE_CODE_ENUM = { values: SERVICE_CODES, description: 'A catalogue code; another value is answered 400 VALIDATION.' };
+const DOCUMENTED_ENUMS: Record<string, Record<string, { values: readonly string[]; description: string }>> = {
+  PaymentCreate: { method: METHOD_ENUM },
+  ServiceQuoteCreate: { payment_method: SERVICE_METHOD_ENUM, service_code: SERVICE_CODE_ENUM },
+  ServiceOrderCreate: { payment_method: SERVICE_METHOD_ENUM, service_code: SERVICE_CODE_ENUM },
 };
 
 /** Every exported object schema of the schema modules, by its export name (the component name). */
@@ -63,10 +66,9 @@ function openApiPath(path: string): string {
 /** The component as the document shows it: enums for unions of constants and for DOCUMENTED_ENUMS. */
 function componentOf(name: string, schema: TSchema): JsonSchema {
   const shown = documented(schema as JsonSchema);
-  for (const [field, values] of Object.entries(DOCUMENTED_ENUMS[name] ?? {})) {
-    const original = shown.properties?.[field];
-    assert(original !== undefined, `DOCUMENTED_ENUMS: ${name}.${field} is not a field`);
-    shown.properties = { ...shown.properties, [field]: { type: 'string', enum: [...values], description: 'One of these; another value is answered with the endpoint\'s own 422 code (e.g. METHOD_NOT_SELECTABLE), not 400.' } };
+  for (const [field, { values, description }] of Object.entries(DOCUMENTED_ENUMS[name] ?? {})) {
+    assert(shown.properties?.[field] !== undefined, `DOCUMENTED_ENUMS: ${name}.${field} is not a field`);
+    shown.properties = { ...shown.properties, [field]: { type: 'string', enum: [...values], description } };
   }
   return shown;
 }
@@ -127,6 +129,13 @@ function errorResponses(route: RouteDef, exampleOf: (code: string) => object): R
   return responses;
 }
 
+/** The resource a path names (`/v1/services/orders/:id` → order), for the sample ids of its answer. */
+function resourceOf(path: string): string {
+  const words = path.split('/').filter((w) => w !== '' && !w.startsWith(':') && w !== 'v1' && w !== 'test_helpers');
+  const last = words.at(-1) ?? '';
+  return last.replace(/ies$/, 'y').replace(/s$/, '').replace(/-/g, '_');
+}
+
 /** The example URL of an operation: path parameters filled in, the example query appended. */
 function exampleUrl(route: RouteDef, parameters: readonly Parameter[]): string {
   let url = route.path;
@@ -169,7 +178,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
     if (typeof row?.response === 'string') {
       success = { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' }, example: row.response } } };
     } else {
-      const data = row?.response ?? (route.response === undefined ? undefined : sampleOf(route.response as JsonSchema, noRefs));
+      const data = row?.response ?? (route.response === undefined ? undefined : sampleOf(route.response as JsonSchema, noRefs, resourceOf(route.path)));
       if (route.response !== undefined) assertExample(route.response, data, `${routeKey} (response)`);
       const schema = route.response === undefined ? { type: 'object' } : { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] };
       const example = route.response === undefined ? data : { data };
