@@ -69,7 +69,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of airtime: steps, validation, limits, country context, form schema and rules
+         * Retrieve the airtime service definition
          * @description The airtime service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceAirtime"];
@@ -89,7 +89,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of data: steps, validation, limits, country context, form schema and rules
+         * Retrieve the data service definition
          * @description The data service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceData"];
@@ -109,7 +109,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of electricity: steps, validation, limits, country context, form schema and rules
+         * Retrieve the electricity service definition
          * @description The electricity service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceElectricity"];
@@ -129,7 +129,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of water: steps, validation, limits, country context, form schema and rules
+         * Retrieve the water service definition
          * @description The water service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceWater"];
@@ -149,7 +149,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of internet: steps, validation, limits, country context, form schema and rules
+         * Retrieve the internet service definition
          * @description The internet service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceInternet"];
@@ -169,7 +169,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of tv: steps, validation, limits, country context, form schema and rules
+         * Retrieve the tv service definition
          * @description The tv service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceTv"];
@@ -189,7 +189,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of betting: steps, validation, limits, country context, form schema and rules
+         * Retrieve the betting service definition
          * @description The betting service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceBetting"];
@@ -209,7 +209,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of gift_cards: steps, validation, limits, country context, form schema and rules
+         * Retrieve the gift cards service definition
          * @description The gift cards service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceGiftCards"];
@@ -229,7 +229,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of education: steps, validation, limits, country context, form schema and rules
+         * Retrieve the education service definition
          * @description The education service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceEducation"];
@@ -249,7 +249,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service definition of insurance: steps, validation, limits, country context, form schema and rules
+         * Retrieve the insurance service definition
          * @description The insurance service in one country as this customer may buy it: the steps a form walks through, how a recipient is validated, amount limits, the country context, a JSON form schema and its rules. A service that is coming soon answers 422 SERVICE_NOT_EXECUTABLE.
          */
         get: operations["getServiceInsurance"];
@@ -2190,7 +2190,7 @@ export interface operations {
                      *         {
                      *           "code": "NG",
                      *           "name": "Ada Obi",
-                     *           "currency_code": "sample"
+                     *           "currency_code": "NGN"
                      *         }
                      *       ]
                      *     }
@@ -2322,8 +2322,8 @@ export interface operations {
                      *             "title": "Airtime",
                      *             "description": "Top up any mobile number",
                      *             "icon": "phone",
-                     *             "icon_url": "sample",
-                     *             "category": "sample",
+                     *             "icon_url": "/static/icons/airtime.svg",
+                     *             "category": "telecom",
                      *             "sort_order": 1,
                      *             "state": "active",
                      *             "access": {
@@ -2332,7 +2332,7 @@ export interface operations {
                      *             },
                      *             "availability": {
                      *               "status": "pending",
-                     *               "reason": "sample"
+                     *               "reason": "kyc_level_too_low"
                      *             },
                      *             "presentation": {},
                      *             "actions": [
@@ -2435,7 +2435,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -2447,7 +2447,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -2551,7 +2551,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -2563,7 +2563,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -2667,7 +2667,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -2679,7 +2679,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -2783,7 +2783,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -2795,7 +2795,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -2899,7 +2899,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -2911,7 +2911,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -3015,7 +3015,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -3027,7 +3027,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -3131,7 +3131,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -3143,7 +3143,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -3247,7 +3247,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -3259,7 +3259,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -3363,7 +3363,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -3375,7 +3375,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -3479,7 +3479,7 @@ export interface operations {
                      *         "pricing": "fixed",
                      *         "currency": "NGN",
                      *         "steps": [
-                     *           "sample"
+                     *           "recipient"
                      *         ],
                      *         "requires_validation": true,
                      *         "limits": {
@@ -3491,7 +3491,7 @@ export interface operations {
                      *         "form_schema": {},
                      *         "rules": [
                      *           {
-                     *             "rule": "sample"
+                     *             "rule": "min_amount"
                      *           }
                      *         ]
                      *       }
@@ -3603,16 +3603,16 @@ export interface operations {
                      *           {
                      *             "country_code": "NG",
                      *             "name": "Ada Obi",
-                     *             "flag_emoji": "sample",
+                     *             "flag_emoji": "🇳🇬",
                      *             "currency": "NGN",
-                     *             "state": "sample",
+                     *             "state": "available",
                      *             "access": {
                      *               "visible": true,
                      *               "executable": true
                      *             },
                      *             "availability": {
                      *               "status": "pending",
-                     *               "reason": "sample"
+                     *               "reason": "kyc_level_too_low"
                      *             }
                      *           }
                      *         ]
@@ -3702,13 +3702,13 @@ export interface operations {
                      *         "service_code": "airtime",
                      *         "country_code": "NG",
                      *         "customer_id": "01JDA0K8Z3C0STMER000000001",
-                     *         "paying_currency": "sample",
+                     *         "paying_currency": "NGN",
                      *         "currency": "NGN",
                      *         "items": [
                      *           {
                      *             "method": "bank_transfer",
                      *             "selectable": true,
-                     *             "reason": "sample",
+                     *             "reason": "kyc_level_too_low",
                      *             "min_amount_minor": 10000,
                      *             "max_amount_minor": 50000000,
                      *             "fee": {
@@ -3946,11 +3946,11 @@ export interface operations {
                      *         "service_code": "airtime",
                      *         "country_code": "NG",
                      *         "operator_code": "MTN",
-                     *         "kind": "sample",
+                     *         "kind": "airtime",
                      *         "presentation": {
                      *           "picker": "tabs",
                      *           "categories": [
-                     *             "sample"
+                     *             "telecom"
                      *           ]
                      *         },
                      *         "items": [
@@ -3962,7 +3962,7 @@ export interface operations {
                      *             "country": "NG",
                      *             "amount_minor": 150000,
                      *             "currency": "NGN",
-                     *             "validity": "sample",
+                     *             "validity": "30 days",
                      *             "category": "daily",
                      *             "pricing": "fixed"
                      *           }
@@ -4210,20 +4210,20 @@ export interface operations {
                      *         "account_ref": "45012345678",
                      *         "operator_code": "MTN",
                      *         "meter_type": "prepaid",
-                     *         "product_code": "sample",
+                     *         "product_code": "mtn-1gb-30d",
                      *         "valid": true,
-                     *         "customer_name": "sample",
-                     *         "address": "sample",
+                     *         "customer_name": "ADA OBI",
+                     *         "address": "12 Allen Avenue, Ikeja",
                      *         "serviceability": {
                      *           "serviceable": true,
-                     *           "reason": "sample"
+                     *           "reason": "kyc_level_too_low"
                      *         },
                      *         "phone_validation": {
                      *           "valid": true,
-                     *           "normalized": "sample",
+                     *           "normalized": "+2348031234567",
                      *           "country_code": "NG",
-                     *           "number_type": "sample",
-                     *           "carrier": "sample",
+                     *           "number_type": "MOBILE",
+                     *           "carrier": "MTN",
                      *           "messages": [
                      *             "The provider rejected the request."
                      *           ]
@@ -4378,7 +4378,7 @@ export interface operations {
                      *         "fx_rate": "0.000653",
                      *         "cross_currency": true,
                      *         "promotion_discount_minor": 100000,
-                     *         "promotion_code": "sample",
+                     *         "promotion_code": "WELCOME10",
                      *         "expires_at": "2026-11-26T09:30:00.000Z"
                      *       }
                      *     }
@@ -4558,7 +4558,7 @@ export interface operations {
                      *           "method": "bank_transfer",
                      *           "status": "pending"
                      *         },
-                     *         "checkout_url": "sample",
+                     *         "checkout_url": "https://pay.example.com/checkout/5f1c2a9e",
                      *         "instructions": {}
                      *       }
                      *     }
@@ -4915,7 +4915,7 @@ export interface operations {
                      *           "object": "transfer",
                      *           "object_id": "01JDA0K8Z3PAYMENT000000004",
                      *           "attempt": 1,
-                     *           "reported_by": "sample",
+                     *           "reported_by": "acme-pay",
                      *           "provider_reference": "SBX-4F2A91",
                      *           "reported_at": "2026-11-26T09:30:00.000Z",
                      *           "resolution": "recorded",
@@ -5083,7 +5083,7 @@ export interface operations {
                      *           "object": "transfer",
                      *           "object_id": "01JDA0K8Z3PAYMENT000000004",
                      *           "attempt": 1,
-                     *           "reported_by": "sample",
+                     *           "reported_by": "acme-pay",
                      *           "provider_reference": "SBX-4F2A91",
                      *           "reported_at": "2026-11-26T09:30:00.000Z",
                      *           "resolution": "recorded",
@@ -5218,7 +5218,7 @@ export interface operations {
                      *           "object": "transfer",
                      *           "object_id": "01JDA0K8Z3PAYMENT000000004",
                      *           "attempt": 1,
-                     *           "reported_by": "sample",
+                     *           "reported_by": "acme-pay",
                      *           "provider_reference": "SBX-4F2A91",
                      *           "reported_at": "2026-11-26T09:30:00.000Z",
                      *           "resolution": "recorded",
@@ -5371,7 +5371,7 @@ export interface operations {
                      *           "object": "transfer",
                      *           "object_id": "01JDA0K8Z3PAYMENT000000004",
                      *           "attempt": 1,
-                     *           "reported_by": "sample",
+                     *           "reported_by": "acme-pay",
                      *           "provider_reference": "SBX-4F2A91",
                      *           "reported_at": "2026-11-26T09:30:00.000Z",
                      *           "resolution": "recorded",
@@ -5736,7 +5736,7 @@ export interface operations {
                      *             "method": "bank_transfer",
                      *             "selectable": true,
                      *             "enabled": true,
-                     *             "reason": "sample",
+                     *             "reason": "kyc_level_too_low",
                      *             "min_amount_minor": 10000,
                      *             "max_amount_minor": 50000000,
                      *             "kyc_level_min": 1
@@ -6074,7 +6074,7 @@ export interface operations {
                      *         "currency": "NGN",
                      *         "country": "NG",
                      *         "bank_code": "058",
-                     *         "bank_name": "sample",
+                     *         "bank_name": "Guaranty Trust Bank",
                      *         "account_number": "0123456789",
                      *         "account_name": "ADA OBI",
                      *         "verified": true,
@@ -6198,7 +6198,7 @@ export interface operations {
                      *         "currency": "NGN",
                      *         "country": "NG",
                      *         "bank_code": "058",
-                     *         "bank_name": "sample",
+                     *         "bank_name": "Guaranty Trust Bank",
                      *         "account_number": "0123456789",
                      *         "account_name": "ADA OBI",
                      *         "verified": true,
@@ -6654,7 +6654,7 @@ export interface operations {
                      *         "from_amount_minor": 1500000,
                      *         "to_amount_minor": 98000,
                      *         "rate": "0.000653",
-                     *         "mid_rate": "sample",
+                     *         "mid_rate": "0.000663",
                      *         "spread_bps": 1,
                      *         "expires_at": "2026-11-26T09:30:00.000Z",
                      *         "used_by": "01JDA0K8Z3TXN0000000000003",
@@ -7004,7 +7004,7 @@ export interface operations {
                      *           "object": "webhook_subscription",
                      *           "url": "https://example.com/hooks/kobo",
                      *           "events": [
-                     *             "sample"
+                     *             "payment.completed"
                      *           ],
                      *           "status": "active",
                      *           "consecutive_failures": 1,
@@ -7100,7 +7100,7 @@ export interface operations {
                      *         "object": "webhook_subscription",
                      *         "url": "https://example.com/hooks/kobo",
                      *         "events": [
-                     *           "sample"
+                     *           "payment.completed"
                      *         ],
                      *         "status": "active",
                      *         "consecutive_failures": 1,
@@ -7224,7 +7224,7 @@ export interface operations {
                      *               "at": "2026-11-26T09:30:00.000Z",
                      *               "response_code": 1,
                      *               "duration_ms": 1,
-                     *               "error": "sample",
+                     *               "error": "HTTP 503",
                      *               "ok": true
                      *             }
                      *           ],
@@ -7348,7 +7348,7 @@ export interface operations {
                      *             "at": "2026-11-26T09:30:00.000Z",
                      *             "response_code": 1,
                      *             "duration_ms": 1,
-                     *             "error": "sample",
+                     *             "error": "HTTP 503",
                      *             "ok": true
                      *           }
                      *         ],
@@ -7904,7 +7904,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "now": "sample",
+                     *         "now": "2026-11-26T09:30:00.000Z",
                      *         "offset_seconds": 1
                      *       }
                      *     }
@@ -7976,7 +7976,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "now": "sample",
+                     *         "now": "2026-11-26T09:30:00.000Z",
                      *         "offset_seconds": 1
                      *       }
                      *     }

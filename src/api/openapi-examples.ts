@@ -50,6 +50,11 @@ const VALUE_BY_NAME: Record<string, unknown> = {
   secret: 'whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e', tier: 'tier_1', type: 'payment', stage: 'provider', message: 'The provider rejected the request.',
   status: 'pending', meter_type: 'prepaid', idempotency_key: '7c1e9a52-5f0d-4c1b-9a77-2f4e1d8b6c30', title: 'Airtime', description: 'Top up any mobile number',
   id: EXAMPLE_IDS.event, failure_code: 'PROVIDER_ERROR', last_error: 'HTTP 503', language_code: 'en', icon: 'phone', label: 'Prepaid',
+  currency_code: 'NGN', paying_currency: 'NGN', icon_url: '/static/icons/airtime.svg', category: 'telecom', categories: 'telecom', reason: 'kyc_level_too_low',
+  steps: 'recipient', rule: 'min_amount', flag_emoji: '🇳🇬', state: 'available', kind: 'airtime', validity: '30 days', product_code: 'mtn-1gb-30d',
+  customer_name: 'ADA OBI', address: '12 Allen Avenue, Ikeja', normalized: '+2348031234567', number_type: 'MOBILE', carrier: 'MTN', promotion_code: 'WELCOME10',
+  checkout_url: 'https://pay.example.com/checkout/5f1c2a9e', reported_by: 'acme-pay', bank_name: 'Guaranty Trust Bank', mid_rate: '0.000663', events: 'payment.completed',
+  error: 'HTTP 503', now: SAMPLE_TIME,
 };
 
 /** A union of constants (`anyOf: [{const}, …]`) as one enum, which generators and renderers read better. */
@@ -86,7 +91,8 @@ function matches(schema: JsonSchema, value: string): boolean {
 
 function sampleString(schema: JsonSchema, name: string): string {
   if (schema.format === 'date-time' || name.endsWith('_at')) return SAMPLE_TIME;
-  const named = VALUE_BY_NAME[name];
+  // An array's items are sampled under the singular (steps → step): both spellings are looked up.
+  const named = VALUE_BY_NAME[name] ?? VALUE_BY_NAME[`${name}s`];
   if (typeof named === 'string' && matches(schema, named)) return named;
   const candidates = ['sample', 'NGN', 'NG', '1', 'a', EXAMPLE_IDS.transaction];
   return candidates.find((c) => matches(schema, c)) ?? 'sample';
