@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * List enabled countries
-         * @description Every enabled country with its currency, dialling code and flags. Public: no key needed.
+         * @description Every enabled country with its currency, phone code, locale, timezone and which features are enabled there. Public: no key needed.
          */
         get: operations["listCountries"];
         put?: never;
@@ -2188,9 +2188,34 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "code": "NG",
-                     *           "name": "Ada Obi",
-                     *           "currency_code": "NGN"
+                     *           "code": "GB",
+                     *           "name": "United Kingdom",
+                     *           "currency_code": "GBP",
+                     *           "currency_symbol": "£",
+                     *           "phone_code": "+44",
+                     *           "locale": "en-GB",
+                     *           "flag_emoji": "🇬🇧",
+                     *           "registration_enabled": true,
+                     *           "exchange_enabled": true,
+                     *           "payments_enabled": true,
+                     *           "services_enabled": true,
+                     *           "timezone": "Europe/London",
+                     *           "default_language_code": "en"
+                     *         },
+                     *         {
+                     *           "code": "GH",
+                     *           "name": "Ghana",
+                     *           "currency_code": "GHS",
+                     *           "currency_symbol": "GH₵",
+                     *           "phone_code": "+233",
+                     *           "locale": "en-GH",
+                     *           "flag_emoji": "🇬🇭",
+                     *           "registration_enabled": true,
+                     *           "exchange_enabled": true,
+                     *           "payments_enabled": true,
+                     *           "services_enabled": true,
+                     *           "timezone": "Africa/Accra",
+                     *           "default_language_code": "en"
                      *         }
                      *       ]
                      *     }
@@ -2239,11 +2264,127 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "code": "NG",
+                     *         "name": "Nigeria",
+                     *         "currency_code": "NGN",
+                     *         "currency_symbol": "₦",
+                     *         "phone_code": "+234",
+                     *         "locale": "en-NG",
+                     *         "flag_emoji": "🇳🇬",
+                     *         "registration_enabled": true,
+                     *         "exchange_enabled": true,
+                     *         "payments_enabled": true,
+                     *         "services_enabled": true,
+                     *         "timezone": "Africa/Lagos",
+                     *         "default_language_code": "en",
                      *         "services": [
-                     *           {}
+                     *           {
+                     *             "service_code": "airtime",
+                     *             "title": "Airtime",
+                     *             "description": "Top up MTN, Airtel, Glo and 9mobile lines",
+                     *             "icon": "smartphone",
+                     *             "sort_order": 10
+                     *           },
+                     *           {
+                     *             "service_code": "data",
+                     *             "title": "Data bundles",
+                     *             "description": "Data plans on MTN, Airtel, Glo and 9mobile",
+                     *             "icon": "signal",
+                     *             "sort_order": 20
+                     *           },
+                     *           {
+                     *             "service_code": "electricity",
+                     *             "title": "Electricity",
+                     *             "description": "Prepaid tokens and postpaid bills for IKEDC, EKEDC, AEDC and other DisCos",
+                     *             "icon": "zap",
+                     *             "sort_order": 30
+                     *           },
+                     *           {
+                     *             "service_code": "tv",
+                     *             "title": "Cable TV",
+                     *             "description": "Renew DStv, GOtv and StarTimes subscriptions",
+                     *             "icon": "tv",
+                     *             "sort_order": 40
+                     *           },
+                     *           {
+                     *             "service_code": "internet",
+                     *             "title": "Internet",
+                     *             "description": "Spectranet, Smile and other broadband plans",
+                     *             "icon": "wifi",
+                     *             "sort_order": 50
+                     *           },
+                     *           {
+                     *             "service_code": "betting",
+                     *             "title": "Betting",
+                     *             "description": "Fund Bet9ja, SportyBet and other betting wallets",
+                     *             "icon": "trophy",
+                     *             "sort_order": 60
+                     *           },
+                     *           {
+                     *             "service_code": "education",
+                     *             "title": "Exam PINs",
+                     *             "description": "WAEC and NECO result checkers and JAMB e-PINs",
+                     *             "icon": "graduation-cap",
+                     *             "sort_order": 70
+                     *           },
+                     *           {
+                     *             "service_code": "water",
+                     *             "title": "Water",
+                     *             "description": "State water corporation bills",
+                     *             "icon": "droplet",
+                     *             "sort_order": 80
+                     *           },
+                     *           {
+                     *             "service_code": "gift_cards",
+                     *             "title": "Gift cards",
+                     *             "description": "Digital gift cards delivered by email",
+                     *             "icon": "gift",
+                     *             "sort_order": 90
+                     *           },
+                     *           {
+                     *             "service_code": "insurance",
+                     *             "title": "Insurance",
+                     *             "description": "Motor, health and device cover",
+                     *             "icon": "shield",
+                     *             "sort_order": 100
+                     *           }
                      *         ],
                      *         "payment_methods": [
-                     *           {}
+                     *           {
+                     *             "method": "card",
+                     *             "enabled": true,
+                     *             "min_amount_minor": 10000,
+                     *             "max_amount_minor": 1000000000
+                     *           },
+                     *           {
+                     *             "method": "bank_transfer",
+                     *             "enabled": true,
+                     *             "min_amount_minor": 10000,
+                     *             "max_amount_minor": null
+                     *           },
+                     *           {
+                     *             "method": "wallet",
+                     *             "enabled": true,
+                     *             "min_amount_minor": 100,
+                     *             "max_amount_minor": null
+                     *           },
+                     *           {
+                     *             "method": "virtual_account",
+                     *             "enabled": true,
+                     *             "min_amount_minor": 10000,
+                     *             "max_amount_minor": null
+                     *           },
+                     *           {
+                     *             "method": "mobile_money",
+                     *             "enabled": false,
+                     *             "min_amount_minor": null,
+                     *             "max_amount_minor": null
+                     *           }
+                     *         ],
+                     *         "supported_language_codes": [
+                     *           "en",
+                     *           "yo",
+                     *           "ha",
+                     *           "ig"
                      *         ]
                      *       }
                      *     }
@@ -2332,7 +2473,7 @@ export interface operations {
                      *             },
                      *             "availability": {
                      *               "status": "pending",
-                     *               "reason": "kyc_level_too_low"
+                     *               "reason": null
                      *             },
                      *             "presentation": {},
                      *             "actions": [
@@ -3612,7 +3753,7 @@ export interface operations {
                      *             },
                      *             "availability": {
                      *               "status": "pending",
-                     *               "reason": "kyc_level_too_low"
+                     *               "reason": null
                      *             }
                      *           }
                      *         ]
@@ -3708,7 +3849,7 @@ export interface operations {
                      *           {
                      *             "method": "bank_transfer",
                      *             "selectable": true,
-                     *             "reason": "kyc_level_too_low",
+                     *             "reason": null,
                      *             "min_amount_minor": 10000,
                      *             "max_amount_minor": 50000000,
                      *             "fee": {
@@ -3823,8 +3964,8 @@ export interface operations {
                      *         "country_code": "NG",
                      *         "items": [
                      *           {
-                     *             "code": "NG",
-                     *             "title": "Airtime",
+                     *             "code": "MTN",
+                     *             "title": "MTN",
                      *             "service_code": "airtime",
                      *             "country": "NG"
                      *           }
@@ -3955,8 +4096,8 @@ export interface operations {
                      *         },
                      *         "items": [
                      *           {
-                     *             "code": "NG",
-                     *             "title": "Airtime",
+                     *             "code": "mtn-1gb-30d",
+                     *             "title": "1 GB, 30 days",
                      *             "operator_code": "MTN",
                      *             "service_code": "airtime",
                      *             "country": "NG",
@@ -4079,8 +4220,8 @@ export interface operations {
                      *         "country_code": "NG",
                      *         "items": [
                      *           {
-                     *             "code": "NG",
-                     *             "title": "Airtime"
+                     *             "code": "prepaid",
+                     *             "title": "Prepaid meter"
                      *           }
                      *         ]
                      *       }
@@ -4216,7 +4357,7 @@ export interface operations {
                      *         "address": "12 Allen Avenue, Ikeja",
                      *         "serviceability": {
                      *           "serviceable": true,
-                     *           "reason": "kyc_level_too_low"
+                     *           "reason": null
                      *         },
                      *         "phone_validation": {
                      *           "valid": true,
@@ -4546,7 +4687,7 @@ export interface operations {
                      *               "currency": "NGN",
                      *               "status": "pending",
                      *               "created_at": "2026-11-26T09:30:00.000Z",
-                     *               "completed_at": "2026-11-26T09:30:00.000Z"
+                     *               "completed_at": null
                      *             }
                      *           ],
                      *           "created_at": "2026-11-26T09:30:00.000Z",
@@ -4700,7 +4841,7 @@ export interface operations {
                      *             "currency": "NGN",
                      *             "status": "pending",
                      *             "created_at": "2026-11-26T09:30:00.000Z",
-                     *             "completed_at": "2026-11-26T09:30:00.000Z"
+                     *             "completed_at": null
                      *           }
                      *         ],
                      *         "created_at": "2026-11-26T09:30:00.000Z",
@@ -4888,11 +5029,7 @@ export interface operations {
                      *         "fee_minor": 1500,
                      *         "currency": "NGN",
                      *         "reference": "invoice-2231",
-                     *         "failure": {
-                     *           "code": "NG",
-                     *           "stage": "provider",
-                     *           "message": "The provider rejected the request."
-                     *         },
+                     *         "failure": null,
                      *         "hold": {
                      *           "status": "pending",
                      *           "amount_minor": 150000
@@ -4903,36 +5040,11 @@ export interface operations {
                      *             "status": "pending",
                      *             "at": "2026-11-26T09:30:00.000Z",
                      *             "attempt": 1,
-                     *             "failure_code": "PROVIDER_ERROR"
+                     *             "failure_code": null
                      *           }
                      *         ],
                      *         "payment_id": "01JDA0K8Z3PAYMENT000000004",
-                     *         "transfer_id": "01JDA0K8Z3TRANSFER00000005",
-                     *         "reconciliation": {
-                     *           "status": "required",
-                     *           "recorded_outcome": "completed",
-                     *           "reported_outcome": "completed",
-                     *           "object": "transfer",
-                     *           "object_id": "01JDA0K8Z3PAYMENT000000004",
-                     *           "attempt": 1,
-                     *           "reported_by": "acme-pay",
-                     *           "provider_reference": "SBX-4F2A91",
-                     *           "reported_at": "2026-11-26T09:30:00.000Z",
-                     *           "resolution": "recorded",
-                     *           "resolved_at": "2026-11-26T09:30:00.000Z"
-                     *         },
-                     *         "exchange_id": "01JDA0K8Z3EXCHANGE00000008",
-                     *         "from_amount_minor": 1500000,
-                     *         "from_currency": "NGN",
-                     *         "to_amount_minor": 98000,
-                     *         "to_currency": "USD",
-                     *         "refund": {
-                     *           "status": "pending",
-                     *           "amount_minor": 150000,
-                     *           "currency": "NGN",
-                     *           "created_at": "2026-11-26T09:30:00.000Z",
-                     *           "completed_at": "2026-11-26T09:30:00.000Z"
-                     *         },
+                     *         "transfer_id": null,
                      *         "created_at": "2026-11-26T09:30:00.000Z",
                      *         "updated_at": "2026-11-26T09:30:00.000Z"
                      *       }
@@ -5056,11 +5168,7 @@ export interface operations {
                      *         "fee_minor": 1500,
                      *         "currency": "NGN",
                      *         "reference": "invoice-2231",
-                     *         "failure": {
-                     *           "code": "NG",
-                     *           "stage": "provider",
-                     *           "message": "The provider rejected the request."
-                     *         },
+                     *         "failure": null,
                      *         "hold": {
                      *           "status": "pending",
                      *           "amount_minor": 150000
@@ -5071,36 +5179,11 @@ export interface operations {
                      *             "status": "pending",
                      *             "at": "2026-11-26T09:30:00.000Z",
                      *             "attempt": 1,
-                     *             "failure_code": "PROVIDER_ERROR"
+                     *             "failure_code": null
                      *           }
                      *         ],
                      *         "payment_id": "01JDA0K8Z3PAYMENT000000004",
-                     *         "transfer_id": "01JDA0K8Z3TRANSFER00000005",
-                     *         "reconciliation": {
-                     *           "status": "required",
-                     *           "recorded_outcome": "completed",
-                     *           "reported_outcome": "completed",
-                     *           "object": "transfer",
-                     *           "object_id": "01JDA0K8Z3PAYMENT000000004",
-                     *           "attempt": 1,
-                     *           "reported_by": "acme-pay",
-                     *           "provider_reference": "SBX-4F2A91",
-                     *           "reported_at": "2026-11-26T09:30:00.000Z",
-                     *           "resolution": "recorded",
-                     *           "resolved_at": "2026-11-26T09:30:00.000Z"
-                     *         },
-                     *         "exchange_id": "01JDA0K8Z3EXCHANGE00000008",
-                     *         "from_amount_minor": 1500000,
-                     *         "from_currency": "NGN",
-                     *         "to_amount_minor": 98000,
-                     *         "to_currency": "USD",
-                     *         "refund": {
-                     *           "status": "pending",
-                     *           "amount_minor": 150000,
-                     *           "currency": "NGN",
-                     *           "created_at": "2026-11-26T09:30:00.000Z",
-                     *           "completed_at": "2026-11-26T09:30:00.000Z"
-                     *         },
+                     *         "transfer_id": null,
                      *         "created_at": "2026-11-26T09:30:00.000Z",
                      *         "updated_at": "2026-11-26T09:30:00.000Z"
                      *       }
@@ -5191,11 +5274,7 @@ export interface operations {
                      *         "fee_minor": 1500,
                      *         "currency": "NGN",
                      *         "reference": "invoice-2231",
-                     *         "failure": {
-                     *           "code": "NG",
-                     *           "stage": "provider",
-                     *           "message": "The provider rejected the request."
-                     *         },
+                     *         "failure": null,
                      *         "hold": {
                      *           "status": "pending",
                      *           "amount_minor": 150000
@@ -5206,36 +5285,11 @@ export interface operations {
                      *             "status": "pending",
                      *             "at": "2026-11-26T09:30:00.000Z",
                      *             "attempt": 1,
-                     *             "failure_code": "PROVIDER_ERROR"
+                     *             "failure_code": null
                      *           }
                      *         ],
                      *         "payment_id": "01JDA0K8Z3PAYMENT000000004",
-                     *         "transfer_id": "01JDA0K8Z3TRANSFER00000005",
-                     *         "reconciliation": {
-                     *           "status": "required",
-                     *           "recorded_outcome": "completed",
-                     *           "reported_outcome": "completed",
-                     *           "object": "transfer",
-                     *           "object_id": "01JDA0K8Z3PAYMENT000000004",
-                     *           "attempt": 1,
-                     *           "reported_by": "acme-pay",
-                     *           "provider_reference": "SBX-4F2A91",
-                     *           "reported_at": "2026-11-26T09:30:00.000Z",
-                     *           "resolution": "recorded",
-                     *           "resolved_at": "2026-11-26T09:30:00.000Z"
-                     *         },
-                     *         "exchange_id": "01JDA0K8Z3EXCHANGE00000008",
-                     *         "from_amount_minor": 1500000,
-                     *         "from_currency": "NGN",
-                     *         "to_amount_minor": 98000,
-                     *         "to_currency": "USD",
-                     *         "refund": {
-                     *           "status": "pending",
-                     *           "amount_minor": 150000,
-                     *           "currency": "NGN",
-                     *           "created_at": "2026-11-26T09:30:00.000Z",
-                     *           "completed_at": "2026-11-26T09:30:00.000Z"
-                     *         },
+                     *         "transfer_id": null,
                      *         "created_at": "2026-11-26T09:30:00.000Z",
                      *         "updated_at": "2026-11-26T09:30:00.000Z"
                      *       }
@@ -5344,11 +5398,7 @@ export interface operations {
                      *         "fee_minor": 1500,
                      *         "currency": "NGN",
                      *         "reference": "invoice-2231",
-                     *         "failure": {
-                     *           "code": "NG",
-                     *           "stage": "provider",
-                     *           "message": "The provider rejected the request."
-                     *         },
+                     *         "failure": null,
                      *         "hold": {
                      *           "status": "pending",
                      *           "amount_minor": 150000
@@ -5359,36 +5409,11 @@ export interface operations {
                      *             "status": "pending",
                      *             "at": "2026-11-26T09:30:00.000Z",
                      *             "attempt": 1,
-                     *             "failure_code": "PROVIDER_ERROR"
+                     *             "failure_code": null
                      *           }
                      *         ],
                      *         "payment_id": "01JDA0K8Z3PAYMENT000000004",
-                     *         "transfer_id": "01JDA0K8Z3TRANSFER00000005",
-                     *         "reconciliation": {
-                     *           "status": "required",
-                     *           "recorded_outcome": "completed",
-                     *           "reported_outcome": "completed",
-                     *           "object": "transfer",
-                     *           "object_id": "01JDA0K8Z3PAYMENT000000004",
-                     *           "attempt": 1,
-                     *           "reported_by": "acme-pay",
-                     *           "provider_reference": "SBX-4F2A91",
-                     *           "reported_at": "2026-11-26T09:30:00.000Z",
-                     *           "resolution": "recorded",
-                     *           "resolved_at": "2026-11-26T09:30:00.000Z"
-                     *         },
-                     *         "exchange_id": "01JDA0K8Z3EXCHANGE00000008",
-                     *         "from_amount_minor": 1500000,
-                     *         "from_currency": "NGN",
-                     *         "to_amount_minor": 98000,
-                     *         "to_currency": "USD",
-                     *         "refund": {
-                     *           "status": "pending",
-                     *           "amount_minor": 150000,
-                     *           "currency": "NGN",
-                     *           "created_at": "2026-11-26T09:30:00.000Z",
-                     *           "completed_at": "2026-11-26T09:30:00.000Z"
-                     *         },
+                     *         "transfer_id": null,
                      *         "created_at": "2026-11-26T09:30:00.000Z",
                      *         "updated_at": "2026-11-26T09:30:00.000Z"
                      *       }
@@ -5736,7 +5761,7 @@ export interface operations {
                      *             "method": "bank_transfer",
                      *             "selectable": true,
                      *             "enabled": true,
-                     *             "reason": "kyc_level_too_low",
+                     *             "reason": null,
                      *             "min_amount_minor": 10000,
                      *             "max_amount_minor": 50000000,
                      *             "kyc_level_min": 1
@@ -7007,7 +7032,7 @@ export interface operations {
                      *             "payment.completed"
                      *           ],
                      *           "status": "active",
-                     *           "consecutive_failures": 1,
+                     *           "consecutive_failures": 0,
                      *           "created_at": "2026-11-26T09:30:00.000Z",
                      *           "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
                      *         }
@@ -7103,7 +7128,7 @@ export interface operations {
                      *           "payment.completed"
                      *         ],
                      *         "status": "active",
-                     *         "consecutive_failures": 1,
+                     *         "consecutive_failures": 0,
                      *         "created_at": "2026-11-26T09:30:00.000Z",
                      *         "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
                      *       }
@@ -7214,17 +7239,17 @@ export interface operations {
                      *           "subscription_id": "01JDA0K8Z3SVBSCR1PT10000A0",
                      *           "status": "pending",
                      *           "attempts": 1,
-                     *           "next_attempt_at": "2026-11-26T09:30:00.000Z",
+                     *           "next_attempt_at": null,
                      *           "last_response_code": 1,
                      *           "last_duration_ms": 1,
-                     *           "last_error": "HTTP 503",
+                     *           "last_error": null,
                      *           "attempt_log": [
                      *             {
                      *               "attempt": 1,
                      *               "at": "2026-11-26T09:30:00.000Z",
                      *               "response_code": 1,
                      *               "duration_ms": 1,
-                     *               "error": "HTTP 503",
+                     *               "error": null,
                      *               "ok": true
                      *             }
                      *           ],
@@ -7338,17 +7363,17 @@ export interface operations {
                      *         "subscription_id": "01JDA0K8Z3SVBSCR1PT10000A0",
                      *         "status": "pending",
                      *         "attempts": 1,
-                     *         "next_attempt_at": "2026-11-26T09:30:00.000Z",
+                     *         "next_attempt_at": null,
                      *         "last_response_code": 1,
                      *         "last_duration_ms": 1,
-                     *         "last_error": "HTTP 503",
+                     *         "last_error": null,
                      *         "attempt_log": [
                      *           {
                      *             "attempt": 1,
                      *             "at": "2026-11-26T09:30:00.000Z",
                      *             "response_code": 1,
                      *             "duration_ms": 1,
-                     *             "error": "HTTP 503",
+                     *             "error": null,
                      *             "ok": true
                      *           }
                      *         ],

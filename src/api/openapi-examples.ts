@@ -54,7 +54,20 @@ const VALUE_BY_NAME: Record<string, unknown> = {
   steps: 'recipient', rule: 'min_amount', flag_emoji: '🇳🇬', state: 'available', kind: 'airtime', validity: '30 days', product_code: 'mtn-1gb-30d',
   customer_name: 'ADA OBI', address: '12 Allen Avenue, Ikeja', normalized: '+2348031234567', number_type: 'MOBILE', carrier: 'MTN', promotion_code: 'WELCOME10',
   checkout_url: 'https://pay.example.com/checkout/5f1c2a9e', reported_by: 'acme-pay', bank_name: 'Guaranty Trust Bank', mid_rate: '0.000663', events: 'payment.completed',
-  error: 'HTTP 503', now: SAMPLE_TIME,
+  error: 'HTTP 503', now: SAMPLE_TIME, consecutive_failures: 0, attempts: 1, attempt: 1,
+};
+
+/** Optional response fields a typical answer carries (the signing secret of a new subscription). */
+const OPTIONAL_SHOWN: ReadonlySet<string> = new Set(['secret']);
+const NULL_BY_DEFAULT: ReadonlySet<string> = new Set(['transfer_id', 'reason', 'failure', 'failure_code', 'last_error', 'error', 'resolution', 'resolved_at', 'completed_at', 'next_attempt_at']);
+
+/** Field values that depend on the resource holding them (a country's name is not a person's). */
+const VALUE_BY_RESOURCE: Record<string, Record<string, unknown>> = {
+  country: { name: 'Nigeria', code: 'NG' },
+  operator: { code: 'MTN', title: 'MTN' },
+  variant: { code: 'prepaid', title: 'Prepaid meter' },
+  plan: { code: 'mtn-1gb-30d', title: '1 GB, 30 days' },
+  beneficiary: { name: 'ADA OBI' },
 };
 
 /** A union of constants (`anyOf: [{const}, …]`) as one enum, which generators and renderers read better. */
@@ -100,13 +113,15 @@ function sampleString(schema: JsonSchema, name: string): string {
 
 /**
  * A sample value of `schema`: constants and enums take their first value, a nullable field its non-null
- * form, an array one item, an object every property. `resolve` follows components $refs.
+ * form (some stay null, NULL_BY_DEFAULT), an array one item, an object its required properties. `resolve` follows components $refs.
  */
 export function sampleOf(schema: JsonSchema, resolve: (ref: string) => JsonSchema, name = '', depth = 0): unknown {
   if (schema.$ref !== undefined) return sampleOf(resolve(schema.$ref), resolve, name, depth);
   if (schema.const !== undefined) return schema.const;
   if (schema.enum !== undefined) return schema.enum[0];
   if (schema.anyOf !== undefined) {
+    // Nullable fields that are null in the usual case (no failure yet, nothing to explain) stay null.
+    if (NULL_BY_DEFAULT.has(name) && schema.anyOf.some((s) => s.type === 'null')) return null;
     const nonNull = schema.anyOf.find((s) => s.type !== 'null') ?? schema.anyOf[0];
     return nonNull === undefined ? null : sampleOf(nonNull, resolve, name, depth);
   }
@@ -118,9 +133,15 @@ export function sampleOf(schema: JsonSchema, resolve: (ref: string) => JsonSchem
       // The resource: its `object` constant, else the name of the field (or path) that holds it.
       const object = typeof properties.object?.const === 'string' ? properties.object.const : name;
       const out: Record<string, unknown> = {};
+      const required = new Set(schema.required ?? []);
       for (const [key, field] of Object.entries(properties)) {
+        // Optional fields appear only where a typical answer has them.
+        if (!required.has(key) && !OPTIONAL_SHOWN.has(key)) continue;
         const id = key === 'id' ? ID_BY_OBJECT[object] : undefined;
-        out[key] = id !== undefined && matches(field, id) ? id : sampleOf(field, resolve, key, depth + 1);
+        const own = VALUE_BY_RESOURCE[object]?.[key];
+        if (own !== undefined) out[key] = own;
+        // A list's `items` are of the list's resource (GET …/operators: items are operators).
+        else out[key] = id !== undefined && matches(field, id) ? id : sampleOf(field, resolve, key === 'items' ? object : key, depth + 1);
       }
       return out;
     }

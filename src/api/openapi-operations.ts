@@ -2,6 +2,7 @@
 // family's) and the examples a reader and a generated client need. Any thread; pure data.
 // Invariant: a route without a row here has no operationId in the document, and the document tests fail.
 // To add a route: add a row keyed `METHOD /path/:param`; a request example is required when it has a body.
+import { countryContext, listCountries } from '../catalogue/countries.ts';
 import { SERVICE_CODES } from '../catalogue/services-data.ts';
 
 /** A sample ULID per resource, so that the examples of one journey refer to each other. */
@@ -52,8 +53,9 @@ function serviceDefinitionRows(): Record<string, OperationDoc> {
 
 export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   // Countries
-  'GET /v1/countries': { operationId: 'listCountries', description: 'Every enabled country with its currency, dialling code and flags. Public: no key needed.' },
-  'GET /v1/countries/:code/context': { operationId: 'getCountryContext', description: "What a client needs to boot for one country: its static services, payment methods with their limits (null: no bound) and supported languages. Public. A malformed code is 400 VALIDATION; an unknown or disabled country 404 NOT_FOUND.", params: { code: 'NG' } },
+  // The countries are reference data: their examples are the real answers (the list cut to two).
+  'GET /v1/countries': { operationId: 'listCountries', description: 'Every enabled country with its currency, phone code, locale, timezone and which features are enabled there. Public: no key needed.', response: listCountries().slice(0, 2) },
+  'GET /v1/countries/:code/context': { operationId: 'getCountryContext', description: "What a client needs to boot for one country: its static services, payment methods with their limits (null: no bound) and supported languages. Public. A malformed code is 400 VALIDATION; an unknown or disabled country 404 NOT_FOUND.", params: { code: 'NG' }, response: countryContext('NG') },
   // Services
   'GET /v1/services': { operationId: 'listServices', description: 'The catalogue of a service country, resolved for the customer: each service with its state (available, coming soon, unavailable) and the reason when it cannot be bought.', params: catalogueQuery },
   ...serviceDefinitionRows(),
