@@ -147,6 +147,22 @@ function exampleUrl(route: RouteDef, parameters: readonly Parameter[]): string {
   return query.length === 0 ? url : `${url}?${query.join('&')}`;
 }
 
+/** The success response with its example: the row's (asserted), else one sampled from the schema. */
+function successResponse(route: RouteDef, row: OperationDoc | undefined, schemaOf: (schema: TSchema) => object): object {
+  if (typeof row?.response === 'string') return { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' }, example: row.response } } };
+  // A sample the schema refuses is left out: the document test then names the operation without an
+  // example, rather than the server failing to start.
+  let data = row?.response;
+  if (data !== undefined && route.response !== undefined) assertExample(route.response, data, `${route.method} ${route.path} (response)`);
+  if (data === undefined && route.response !== undefined) {
+    const sample = sampleOf(route.response as JsonSchema, noRefs, resourceOf(route.path));
+    data = Compile(route.response).Check(sample) ? sample : undefined;
+  }
+  const schema = route.response === undefined ? { type: 'object' } : { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] };
+  const example = data === undefined ? undefined : route.response === undefined ? data : { data };
+  return { description: 'Success', content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
+}
+
 export function buildOpenApi(routes: readonly RouteDef[], version: string): object {
   const paths: Record<string, Record<string, object>> = {};
   const names = namedSchemas();
@@ -174,22 +190,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
     const row = OPERATIONS[routeKey];
     const parameters = parametersOf(route, row);
     const status = String(route.responseStatus ?? 200);
-    let success: object;
-    if (typeof row?.response === 'string') {
-      success = { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' }, example: row.response } } };
-    } else {
-      // A row's example is checked (a wrong one is a bug); a sample the schema refuses is left out, and
-      // the document test names the operation without an example rather than the server failing to start.
-      let data = row?.response;
-      if (data !== undefined && route.response !== undefined) assertExample(route.response, data, `${routeKey} (response)`);
-      if (data === undefined && route.response !== undefined) {
-        const sample = sampleOf(route.response as JsonSchema, noRefs, resourceOf(route.path));
-        data = Compile(route.response).Check(sample) ? sample : undefined;
-      }
-      const schema = route.response === undefined ? { type: 'object' } : { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] };
-      const example = data === undefined ? undefined : route.response === undefined ? data : { data };
-      success = { description: 'Success', content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
-    }
+    const success = successResponse(route, row, schemaOf);
     const operation: Record<string, unknown> = {
       ...(row === undefined ? {} : { operationId: row.operationId }),
       summary: route.summary,
