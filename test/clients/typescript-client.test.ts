@@ -17,6 +17,8 @@ import { secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } fro
 import { until } from '../helpers/wait.ts';
 
 const key = secretKey();
+/** How long a rail outcome or a webhook delivery may take on a loaded machine (they take ~100 ms idle). */
+const OUTCOME_MS_MAX = 15_000;
 let server: TestServer;
 let kobo: KoboClient;
 let receiver: Receiver;
@@ -123,7 +125,7 @@ describe('journeys through the typed client', () => {
     const transfer = await kobo.POST('/v1/transfers', { params: headers(), body: { customer_id: c.id, beneficiary_id: beneficiaryId, amount_minor: 10_000, currency: 'NGN', narration: 'client journey' } });
     assert.equal(transfer.response.status, 201, JSON.stringify(transfer.error));
     const id = transfer.data!.data.id;
-    const done = await until(async () => (await kobo.GET('/v1/transfers/{id}', { params: { path: { id } } })).data?.data, (t) => t?.status === 'completed', 'transfer completed');
+    const done = await until(async () => (await kobo.GET('/v1/transfers/{id}', { params: { path: { id } } })).data?.data, (t) => t?.status === 'completed', 'transfer completed', OUTCOME_MS_MAX);
     assert.equal(done?.status, 'completed');
   });
 
@@ -152,7 +154,7 @@ describe('journeys through the typed client', () => {
     const created = await kobo.POST('/v1/services/orders', { params: headers(), body: { ...body, operator_code: 'MTN', quote_id: quote.data!.data.quote_id } });
     assert.equal(created.response.status, 201, JSON.stringify(created.error));
     const id = created.data!.data.order.id;
-    const done = await until(async () => (await kobo.GET('/v1/services/orders/{id}/status', { params: { path: { id } } })).data?.data, (s) => s?.status === 'completed', 'order completed');
+    const done = await until(async () => (await kobo.GET('/v1/services/orders/{id}/status', { params: { path: { id } } })).data?.data, (s) => s?.status === 'completed', 'order completed', OUTCOME_MS_MAX);
     assert.equal(done?.status, 'completed');
     assert.equal((await kobo.GET('/v1/services/orders/{id}', { params: { path: { id } } })).data?.data.status, 'completed');
   });
@@ -163,17 +165,17 @@ describe('journeys through the typed client', () => {
     const secret = sub.data!.data.secret ?? '';
     assert.ok((await kobo.GET('/v1/webhooks/subscriptions')).data?.data.some((s) => s.id === sub.data!.data.id));
     const c = await fundedCustomer(30_000);
-    const [got] = await receiver.waitFor(1);
+    const [got] = await receiver.waitFor(1, OUTCOME_MS_MAX);
     assert.ok(got !== undefined);
     assert.deepEqual(verifyWebhook(secret, got.raw, got.headers), { ok: true });
     assert.equal(got.body.data.customer_id, c.id);
     const validator = Compile(WEBHOOK_EVENT_SCHEMAS['payment.completed']);
     assert.ok(validator.Check(got.body), `the delivered body does not match the documented payload: ${JSON.stringify([...validator.Errors(got.body)].slice(0, 3))}`);
-    const deliveries = await until(async () => (await kobo.GET('/v1/webhooks/deliveries', { params: { query: { subscription_id: sub.data!.data.id } } })).data?.data ?? [], (d) => d.some((x) => x.status === 'succeeded'), 'delivery recorded');
+    const deliveries = await until(async () => (await kobo.GET('/v1/webhooks/deliveries', { params: { query: { subscription_id: sub.data!.data.id } } })).data?.data ?? [], (d) => d.some((x) => x.status === 'succeeded'), 'delivery recorded', OUTCOME_MS_MAX);
     const first = deliveries[0];
     assert.ok(first !== undefined);
     const again = await kobo.POST('/v1/webhooks/deliveries/{id}/redeliver', { params: { path: { id: first.id } } });
     assert.equal(again.response.status, 201, JSON.stringify(again.error));
-    await receiver.waitFor(2);
+    assert.equal((await receiver.waitFor(2, OUTCOME_MS_MAX)).length, 2, 'the redelivery arrived');
   });
 });
