@@ -25,10 +25,45 @@ const ROW_WEIGHT_MIN = 100;
 /** Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. */
 export const DERIVED_SLICE_ROWS = 500;
 
+/**
+ * A queue whose front is taken in slices: Array.prototype.splice(0, n) moves every row behind the
+ * slice, so writing 50,000 waiting rows 500 at a time cost O(rows²); here a slice costs its own length.
+ */
+class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  /** Removes and returns the oldest `countMax` items (all of them for Infinity), in order. */
+  shift(countMax: number): T[] {
+    if (this.head === 0 && countMax >= this.items.length) {
+      const all = this.items;
+      this.items = [];
+      return all;
+    }
+    const end = Math.min(this.items.length, this.head + Math.max(0, countMax));
+    const taken = this.items.slice(this.head, end);
+    this.head = end;
+    // Compact once the taken front outweighs what waits, so the array never grows without bound.
+    if (this.head >= this.items.length - this.head) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return taken;
+  }
+}
+
 export class PendingDerived {
-  private cold: ColdRow[] = [];
-  private idem: IdemChange[] = [];
-  private due: DueChange[] = [];
+  private readonly cold = new Fifo<ColdRow>();
+  private readonly idem = new Fifo<IdemChange>();
+  private readonly due = new Fifo<DueChange>();
   /** `kind id` → its waiting versions, oldest first. */
   private readonly coldByKey = new Map<string, ColdRow[]>();
   /** Waiting idempotency records by seq (the LSN of the record that stored them). */
@@ -91,9 +126,9 @@ export class PendingDerived {
    */
   takeSome(rowsMax: number): DerivedBatch {
     if (rowsMax >= this.rows) return this.take();
-    const cold = this.cold.splice(0, Math.min(rowsMax, this.cold.length));
-    const idem = this.idem.splice(0, Math.min(rowsMax - cold.length, this.idem.length));
-    const due = this.due.splice(0, Math.min(rowsMax - cold.length - idem.length, this.due.length));
+    const cold = this.cold.shift(rowsMax);
+    const idem = this.idem.shift(rowsMax - cold.length);
+    const due = this.due.shift(rowsMax - cold.length - idem.length);
     for (const row of cold) {
       const key = `${row.kind} ${row.id}`;
       const versions = this.coldByKey.get(key)!;
@@ -107,10 +142,7 @@ export class PendingDerived {
 
   /** Everything waiting, in order; the memory lets go of it (the caller writes it at once). */
   take(): DerivedBatch {
-    const taken = { cold: this.cold, idem: this.idem, due: this.due };
-    this.cold = [];
-    this.idem = [];
-    this.due = [];
+    const taken = { cold: this.cold.shift(Infinity), idem: this.idem.shift(Infinity), due: this.due.shift(Infinity) };
     this.coldByKey.clear();
     this.idemBySeq.clear();
     this.weightNow = 0;
