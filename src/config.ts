@@ -238,10 +238,11 @@ export function keyEntry(entry: string): { secret: string; account: string | nul
 
 /**
  * Every KOBO_* variable kobo reads, for the start-up warning about the others (a misspelt setting
- * would otherwise be ignored without a word). KOBO_TEST_FROM_SOURCE is read by the test helpers.
+ * would otherwise be ignored without a word). KOBO_TEST_FROM_SOURCE and KOBO_CHROMIUM (the /docs browser
+ * test's Chromium) are read by the tests.
  */
 export const KNOWN_VARIABLES: readonly string[] = [
-  'KOBO_API_KEYS', 'KOBO_BATCH_COMMANDS_MAX', 'KOBO_BODY_BYTES_MAX', 'KOBO_COLLECTION_SWEEP_MS', 'KOBO_CONNECTORS_FILE',
+  'KOBO_API_KEYS', 'KOBO_BATCH_COMMANDS_MAX', 'KOBO_BODY_BYTES_MAX', 'KOBO_CHROMIUM', 'KOBO_COLLECTION_SWEEP_MS', 'KOBO_CONNECTORS_FILE',
   'KOBO_DATA_DIR', 'KOBO_DRAIN_MS', 'KOBO_FX_BAND_BPS', 'KOBO_FX_PAIR_BANDS_BPS', 'KOBO_IDEMPOTENCY_RETENTION_HOURS',
   'KOBO_IDEMPOTENCY_SWEEP_MS', 'KOBO_JSON_DEPTH_MAX', 'KOBO_JSON_MEMBERS_MAX', 'KOBO_LOG_LEVEL', 'KOBO_METRICS_TOKEN',
   'KOBO_PIN_ATTEMPTS_MAX', 'KOBO_PIN_LOCK_MINUTES', 'KOBO_PUBLIC_URL', 'KOBO_QUOTE_SWEEP_MS', 'KOBO_RAIL_LATENCY_MS',
