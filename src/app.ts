@@ -42,6 +42,7 @@ import { checkoutRoutes } from './api/checkout.ts';
 import { serviceOrderRoutes } from './api/service-orders.ts';
 import { serviceCatalogueRoutes } from './api/services-catalogue.ts';
 import { webhookRoutes } from './api/webhooks.ts';
+import { listRoutes } from './api/lists.ts';
 import { WebhookStore } from './webhooks/store.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
@@ -310,6 +311,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...countryRoutes(),
     ...customerRoutes(deps),
     ...transactionRoutes(deps),
+    ...listRoutes(deps),
     ...paymentRoutes(deps),
     ...exchangeRoutes(deps),
     ...transferRoutes(deps),

@@ -28,6 +28,7 @@ import type {
   Wallet,
 } from './state.ts';
 import { collectionDue, expiresUnpaid } from './state.ts';
+import { holdsSettled, noteListed } from './list-notes.ts';
 
 export type CustomerPatch = Partial<Pick<Customer, 'name' | 'email' | 'phone' | 'tier' | 'kycLevel' | 'pinHash'>>;
 
@@ -115,6 +116,12 @@ function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): voi
 export const PIN_FAILURES_KEPT = 100;
 
 export function applyEvent(state: PartitionState, event: WalEvent): void {
+  const holds = holdsSettled(state, event);
+  applyOne(state, event);
+  noteListed(state, event, holds);
+}
+
+function applyOne(state: PartitionState, event: WalEvent): void {
   switch (event.t) {
     case 'customer.created':
       assert(!state.customers.has(event.customer.id), 'apply: customer exists');
