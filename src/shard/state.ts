@@ -12,7 +12,7 @@ import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type { OrderStatus } from '../../machines/order.machine.ts';
 import type { DueEntry } from '../store/due-log.ts';
 import { DueIndex } from './due-index.ts';
-import { ListNotes } from './list-notes.ts';
+import { ListNotes } from './list-queue.ts';
 import type { EventType } from '../schemas/event-type.schema.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
