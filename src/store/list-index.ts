@@ -110,7 +110,10 @@ export class ListIndex {
     if (q.status !== null) (where.push('status = ?'), args.push(q.status));
     where.push('id > ?', 'id < ?');
     args.push(q.idAbove, q.idBelow, q.rows);
-    const sql = `SELECT id, customer_id, status, body FROM list_rows WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
+    // Named, not left to the planner: without statistics it walks the primary key and filters (the
+    // index is not covering once the body is read), which is a scan of every row of the owner and kind.
+    const index = q.customerId !== null ? (q.status !== null ? 'list_rows_customer_status' : 'list_rows_customer') : q.status !== null ? 'list_rows_status' : null;
+    const sql = `SELECT id, customer_id, status, body FROM list_rows${index === null ? '' : ` INDEXED BY ${index}`} WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
     const rows = this.statements.get(sql).all(...args) as ListRowOut[];
     return rows.map((r) => ({ kind: q.kind, id: r.id, owner: q.owner, customerId: r.customer_id, status: r.status, body: r.body }));
   }
