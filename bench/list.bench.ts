@@ -18,6 +18,7 @@ const OWNER_ACCOUNT = 'bench';
 const FILL_BATCH_ROWS = 50_000;
 /** One event in 100 is a transfer.failed: the type filter's page must still be one index range. */
 const RARE_EVERY = 100;
+const RARE_PARTITION = 3;
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -40,19 +41,22 @@ async function timeGets(api: ReturnType<typeof client>, paths: () => string, sam
 }
 
 /** Fills `count` event rows of the owner into the shard files (server stopped), newest at `nowMs`. */
-function fillEvents(dataDir: string, owner: string, count: number, nowMs: number, customerId: string): string[] {
+function fillEvents(dataDir: string, owner: string, count: number, nowMs: number, customerId: string, rareCustomerId: string): string[] {
   const stores = Array.from({ length: SHARDS }, (_, shard) => new ShardStore(path.join(dataDir, shardFile(shard))));
   const ids: string[] = [];
   try {
     for (let from = 0; from < count; from += FILL_BATCH_ROWS) {
       const batches: ListChange[][] = stores.map(() => []);
       for (let i = from; i < Math.min(count, from + FILL_BATCH_ROWS); i += 1) {
-        const partition = i % PARTITIONS;
+        const rare = i % RARE_EVERY === 0;
+        // The rare rows are also the second customer's, in its partition (a customer's rows live there).
+        const partition = rare ? RARE_PARTITION : i % PARTITIONS;
         const atMs = nowMs - (count - i) * 10;
         const id = mintId(partition, atMs);
-        const type = i % RARE_EVERY === 0 ? 'transfer.failed' : 'payment.completed';
-        const body = JSON.stringify({ id, event_type: type, event_key: `${type}:${id}`, occurred_at: new Date(atMs).toISOString(), data: { transaction_id: id, amount_minor: 500_000, currency: 'NGN', customer_id: customerId } });
-        batches[partition % SHARDS]!.push({ kind: 'event', id, owner, customerId, status: type, body, lsn: 0 });
+        const type = rare ? 'transfer.failed' : 'payment.completed';
+        const about = rare ? rareCustomerId : customerId;
+        const body = JSON.stringify({ id, event_type: type, event_key: `${type}:${id}`, occurred_at: new Date(atMs).toISOString(), data: { transaction_id: id, amount_minor: 500_000, currency: 'NGN', customer_id: about } });
+        batches[partition % SHARDS]!.push({ kind: 'event', id, owner, customerId: about, status: type, body, lsn: 0 });
         if (i >= count - 1_000) ids.push(id);
       }
       stores.forEach((store, shard) => store.db.transaction(() => store.lists!.apply(batches[shard]!, []))());
@@ -63,7 +67,7 @@ function fillEvents(dataDir: string, owner: string, count: number, nowMs: number
   return ids.sort();
 }
 
-async function measure(server: TestServer, key: string, label: string, middle: string): Promise<Array<[string, { p50: number; p99: number; rows: number }]>> {
+async function measure(server: TestServer, key: string, label: string, middle: string, rareCustomerId: string): Promise<Array<[string, { p50: number; p99: number; rows: number }]>> {
   const api = client(server.baseUrl, key);
   const samples = Number(flag('samples', '200'));
   return [
@@ -71,6 +75,7 @@ async function measure(server: TestServer, key: string, label: string, middle: s
     [`${label} first page, limit 100`, await timeGets(api, () => '/v1/events?limit=100', samples)],
     [`${label} deep page (starting_after)`, await timeGets(api, () => `/v1/events?limit=20&starting_after=${middle}`, samples)],
     [`${label} type=transfer.failed (1 in ${RARE_EVERY})`, await timeGets(api, () => '/v1/events?type=transfer.failed', samples)],
+    [`${label} customer_id of 1 row in ${RARE_EVERY}`, await timeGets(api, () => `/v1/events?customer_id=${rareCustomerId}`, samples)],
   ];
 }
 
@@ -83,11 +88,12 @@ async function eventsAt(rows: number): Promise<Array<[string, { p50: number; p99
   const customer = await api('POST', '/v1/customers', { idempotencyKey: idem('c'), body: { name: 'Bench', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
   await server.stop();
   const started = performance.now();
-  const ids = fillEvents(dataDir, `test:${OWNER_ACCOUNT}`, rows, Date.now(), customer.body.data.id);
+  const rareCustomerId = mintId(RARE_PARTITION, Date.now());
+  const ids = fillEvents(dataDir, `test:${OWNER_ACCOUNT}`, rows, Date.now(), customer.body.data.id, rareCustomerId);
   console.log(`filled ${rows.toLocaleString('en-US')} event rows in ${fmt((performance.now() - started) / 1000)} s`);
   server = await startServer({ keys: [`${key}@${OWNER_ACCOUNT}`], dataDir, shards: SHARDS, env });
   try {
-    return await measure(server, key, `events ${rows.toLocaleString('en-US')}:`, ids[Math.floor(ids.length / 2)]!);
+    return await measure(server, key, `events ${rows.toLocaleString('en-US')}:`, ids[Math.floor(ids.length / 2)]!, rareCustomerId);
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
