@@ -1,8 +1,9 @@
 // What a list page costs as the rows grow: GET /v1/events (rows hold their payload) and
 // GET /v1/transactions (each row read by id) through the real server over HTTP, at two sizes. The
 // event rows are filled straight into each shard file's list index while the server is stopped (1M
-// through HTTP would take too long here); the transactions are created over HTTP.
-// Run: node --import tsx bench/list.bench.ts [--rows 10000,1000000] [--txns 10000] [--samples 200]
+// through HTTP would take too long here); the transactions are created over HTTP, and for the 1M case
+// 990k older transaction rows are filled below them (a first page shows only real ones).
+// Run: node --import tsx bench/list.bench.ts [--rows 10000,1000000] [--txns 10000] [--older-txns 990000] [--samples 200]
 import { mintId } from '../src/ids.ts';
 import { PARTITIONS } from '../src/config.ts';
 import { ShardStore } from '../src/store/shard-store.ts';
@@ -100,11 +101,34 @@ async function eventsAt(rows: number): Promise<Array<[string, { p50: number; p99
   }
 }
 
-/** Transactions created over HTTP (each page row is read by id: hot or cold), then listed. */
-async function transactionsAt(count: number): Promise<Array<[string, { p50: number; p99: number; rows: number }]>> {
+/**
+ * Older transaction rows filled into the index under the account (ids minted before every real one, so
+ * a first page shows only real transactions while the index holds `count` more rows).
+ */
+function fillOlderTransactions(dataDir: string, owner: string, count: number, customerId: string): void {
+  const stores = Array.from({ length: SHARDS }, (_, shard) => new ShardStore(path.join(dataDir, shardFile(shard))));
+  const oldestMs = Date.now() - 30 * 86_400_000;
+  try {
+    for (let from = 0; from < count; from += FILL_BATCH_ROWS) {
+      const batches: ListChange[][] = stores.map(() => []);
+      for (let i = from; i < Math.min(count, from + FILL_BATCH_ROWS); i += 1) {
+        const partition = i % PARTITIONS;
+        batches[partition % SHARDS]!.push({ kind: 'transaction', id: mintId(partition, oldestMs + i), owner, customerId, status: 'completed', body: null, lsn: 0 });
+      }
+      stores.forEach((store, shard) => store.db.transaction(() => store.lists!.apply(batches[shard]!, []))());
+    }
+  } finally {
+    for (const store of stores) store.close();
+  }
+}
+
+/** Transactions created over HTTP (each page row is read by id: hot or cold), then listed; `older` more rows filled below them. */
+async function transactionsAt(count: number, older: number): Promise<Array<[string, { p50: number; p99: number; rows: number }]>> {
   const key = secretKey();
-  const server = await startServer({ keys: [`${key}@${OWNER_ACCOUNT}`], shards: SHARDS, env: { KOBO_LOG_LEVEL: 'warn' } });
-  const api = client(server.baseUrl, key);
+  const dataDir = tempDataDir('list-bench');
+  const env = { KOBO_LOG_LEVEL: 'warn' };
+  let server = await startServer({ keys: [`${key}@${OWNER_ACCOUNT}`], dataDir, shards: SHARDS, env });
+  let api = client(server.baseUrl, key);
   try {
     const customers: string[] = [];
     for (let i = 0; i < 8; i += 1) customers.push((await api('POST', '/v1/customers', { idempotencyKey: idem('c'), body: { name: 'Bench', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } })).body.data.id);
@@ -113,8 +137,14 @@ async function transactionsAt(count: number): Promise<Array<[string, { p50: numb
       await Promise.all(Array.from({ length: 100 }, (_, i) => api('POST', '/v1/transactions', { idempotencyKey: idem('t'), body: { customer_id: customers[i % customers.length], type: 'funding', amount_minor: 1000, currency: 'NGN' } })));
     }
     console.log(`created ${count.toLocaleString('en-US')} transactions over HTTP in ${fmt((performance.now() - started) / 1000)} s`);
+    if (older > 0) {
+      await server.stop();
+      fillOlderTransactions(dataDir, `test:${OWNER_ACCOUNT}`, older, customers[1]!);
+      server = await startServer({ keys: [`${key}@${OWNER_ACCOUNT}`], dataDir, shards: SHARDS, env });
+      api = client(server.baseUrl, key);
+    }
     const samples = Number(flag('samples', '200'));
-    const label = `transactions ${count.toLocaleString('en-US')}:`;
+    const label = `transactions ${(count + older).toLocaleString('en-US')}:`;
     return [
       [`${label} first page, limit 20`, await timeGets(api, () => '/v1/transactions', samples)],
       [`${label} first page, limit 100`, await timeGets(api, () => '/v1/transactions?limit=100', samples)],
@@ -122,6 +152,7 @@ async function transactionsAt(count: number): Promise<Array<[string, { p50: numb
     ];
   } finally {
     await server.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -129,7 +160,9 @@ async function main(): Promise<void> {
   const sizes = flag('rows', '10000,1000000').split(',').map(Number);
   const results: Array<[string, { p50: number; p99: number; rows: number }]> = [];
   for (const rows of sizes) results.push(...(await eventsAt(rows)));
-  results.push(...(await transactionsAt(Number(flag('txns', '10000')))));
+  const txns = Number(flag('txns', '10000'));
+  results.push(...(await transactionsAt(txns, 0)));
+  results.push(...(await transactionsAt(txns, Number(flag('older-txns', '990000')))));
   console.log(table([['page', 'rows shown', 'p50 ms', 'p99 ms'], ...results.map(([name, r]) => [name, String(r.rows), fmt(r.p50), fmt(r.p99)])]));
   console.log(writeResult('list', { machine: machine(), results: Object.fromEntries(results) }));
 }
