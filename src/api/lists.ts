@@ -29,15 +29,24 @@ interface ListSpec {
   what: string;
   statuses: readonly string[] | null;
   response: TSchema;
+  /** One row as the example page shows it (the OpenAPI document). */
+  example: Record<string, unknown>;
 }
 
+const AT = '2026-01-31T10:00:00.000Z';
+const CUSTOMER_ID = '01KG3N8Z6Q0C6J6Y3N2W9V4T7R';
+const TXN_ID = '01KG3N9A2B0C8D3E5F7G9H1J3K';
+const EVENT_EXAMPLE = { id: '01KG3N9B4C0CAE7G9H1J3K5M7N', event_type: 'payment.completed', event_key: `payment.completed:${TXN_ID}`, occurred_at: AT, data: { transaction_id: TXN_ID, amount_minor: 500000, currency: 'NGN', customer_id: CUSTOMER_ID } };
+const ENTRY_EXAMPLE = { id: 'le_0000000000012288', object: 'ledger_entry', wallet_id: '01KG3N8Z6Q0C0W1A2L3L4E5T6X', transaction_id: TXN_ID, amount_minor: 495000, balance_after_minor: 495000, currency: 'NGN', created_at: AT };
+const page = (row: unknown): object => ({ data: [row], has_more: true });
+
 const LISTS: readonly ListSpec[] = [
-  { path: '/v1/customers', kind: 'customer', family: 'customers', what: 'customers', statuses: null, response: Customer },
-  { path: '/v1/transactions', kind: 'transaction', family: 'transactions', what: 'transactions', statuses: TRANSACTION_STATUSES, response: Transaction },
-  { path: '/v1/payments', kind: 'payment', family: 'payments', what: 'payments', statuses: PAYMENT_STATUSES, response: Payment },
-  { path: '/v1/transfers', kind: 'transfer', family: 'transfers', what: 'transfers', statuses: TRANSFER_STATUSES, response: Transfer },
-  { path: '/v1/services/orders', kind: 'order', family: 'services', what: 'service orders', statuses: ORDER_STATUSES, response: ServiceOrder },
-  { path: '/v1/beneficiaries', kind: 'beneficiary', family: 'beneficiaries', what: 'beneficiaries', statuses: null, response: Beneficiary },
+  { path: '/v1/customers', kind: 'customer', example: { id: CUSTOMER_ID, object: 'customer', name: 'Ada Obi', email: 'ada@example.com', phone: '+2348031234567', country_code: 'NG', tier: 'tier_1', kyc_level: 0, pin_set: false, wallets: [{ id: '01KG3N8Z6Q0C0W1A2L3L4E5T6X', currency: 'NGN' }], created_at: AT, updated_at: AT }, family: 'customers', what: 'customers', statuses: null, response: Customer },
+  { path: '/v1/transactions', kind: 'transaction', example: { id: TXN_ID, object: 'transaction', type: 'payment', status: 'completed', customer_id: CUSTOMER_ID, amount_minor: 500000, fee_minor: 5000, currency: 'NGN', created_at: AT }, family: 'transactions', what: 'transactions', statuses: TRANSACTION_STATUSES, response: Transaction },
+  { path: '/v1/payments', kind: 'payment', example: { id: '01KG3N9A2B0C7P8Q9R1S2T3U4V', object: 'payment', transaction_id: TXN_ID, customer_id: CUSTOMER_ID, method: 'bank_transfer', status: 'completed', amount_minor: 500000, currency: 'NGN', created_at: AT }, family: 'payments', what: 'payments', statuses: PAYMENT_STATUSES, response: Payment },
+  { path: '/v1/transfers', kind: 'transfer', example: { id: '01KG3NA0B1C0C2D3E4F5G6H7J8', object: 'transfer', customer_id: CUSTOMER_ID, status: 'completed', amount_minor: 10000, currency: 'NGN', created_at: AT }, family: 'transfers', what: 'transfers', statuses: TRANSFER_STATUSES, response: Transfer },
+  { path: '/v1/services/orders', kind: 'order', example: { id: '01KG3NA1C2D0C3E4F5G6H7J8K9', object: 'service_order', customer_id: CUSTOMER_ID, service_code: 'airtime', status: 'completed', customer_amount_minor: 50750, currency: 'NGN', created_at: AT }, family: 'services', what: 'service orders', statuses: ORDER_STATUSES, response: ServiceOrder },
+  { path: '/v1/beneficiaries', kind: 'beneficiary', example: { id: '01KG3NA2D3E0C4F5G6H7J8K9M1', object: 'beneficiary', customer_id: CUSTOMER_ID, type: 'bank_account', bank_code: '058', account_number: '0123456789', account_name: 'ADA OBI', currency: 'NGN', created_at: AT }, family: 'beneficiaries', what: 'beneficiaries', statuses: null, response: Beneficiary },
 ];
 
 /** The page size asked for, or why it is refused. */
@@ -165,6 +174,7 @@ export function listRoutes(deps: ApiDeps): RouteDef[] {
     query: ListQuerySchema(spec.statuses),
     response: spec.response,
     list: true,
+    example: page(spec.example),
     errors: LIST_ERRORS,
     handle: (ctx) => listRows(deps, ctx, spec.kind),
   }));
@@ -181,6 +191,7 @@ export function listRoutes(deps: ApiDeps): RouteDef[] {
       query: EventListQuery,
       response: Event,
       list: true,
+      example: page(EVENT_EXAMPLE),
       errors: LIST_ERRORS,
       handle: (ctx) => listRows(deps, ctx, 'event'),
     },
@@ -193,6 +204,7 @@ export function listRoutes(deps: ApiDeps): RouteDef[] {
       auth: 'key',
       family: 'events',
       response: Event,
+      example: { data: EVENT_EXAMPLE },
       errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
       handle: (ctx) => oneEvent(deps, ctx),
     },
@@ -207,6 +219,7 @@ export function listRoutes(deps: ApiDeps): RouteDef[] {
       query: EntryListQuery,
       response: LedgerEntry,
       list: true,
+      example: page(ENTRY_EXAMPLE),
       errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
       handle: (ctx) => listEntries(deps, ctx),
     },

@@ -82,7 +82,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
     const responses: Record<string, object> = {
       [String(route.responseStatus ?? 200)]: {
         description: 'Success',
-        content: { 'application/json': { schema: responseSchema(route, schemaOf) } },
+        content: { 'application/json': { schema: responseSchema(route, schemaOf), ...(route.example === undefined ? {} : { example: route.example }) } },
       },
     };
     // The pipeline's own refusals apply to every route of a kind, so they are documented for each one.

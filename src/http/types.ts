@@ -68,6 +68,8 @@ export interface RouteDef {
   operationId?: string;
   /** The answer is a list page: `{ data: [response…], has_more }` rather than `{ data: response }`. */
   list?: boolean;
+  /** An example of the 2xx body, for the OpenAPI document. */
+  example?: unknown;
   auth: 'public' | 'key';
   /**
    * Public routes whose sender proves who it is: checks the proof, then charges the sender's own budget

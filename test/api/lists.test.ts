@@ -284,3 +284,27 @@ describe('lists after a crash', () => {
     assert.deepEqual((await page(`/v1/wallets/${customer.walletId}/entries`)).data, entriesBefore);
   });
 });
+
+describe('lists in the OpenAPI document', () => {
+  it('GET /v1/openapi.json: each list, the event and the statement routes → operationId, tag, description, an example and the page schema', async () => {
+    const doc = (await api('GET', '/v1/openapi.json', { key: null })).body as { paths: Record<string, Record<string, any>> };
+    const lists = ['/v1/customers', '/v1/transactions', '/v1/payments', '/v1/transfers', '/v1/services/orders', '/v1/beneficiaries', '/v1/events', '/v1/wallets/{id}/entries'];
+    const ids = new Set<string>();
+    for (const path of [...lists, '/v1/events/{id}']) {
+      const op = doc.paths[path]?.get;
+      assert.ok(op !== undefined, `${path} is documented`);
+      assert.equal(typeof op.operationId, 'string', path);
+      ids.add(op.operationId);
+      assert.ok(op.tags.length === 1 && op.description.length > 0, path);
+      const ok = op.responses['200'].content['application/json'];
+      assert.ok(ok.example !== undefined, `${path} has an example`);
+      if (lists.includes(path)) {
+        assert.deepEqual(ok.schema.required, ['data', 'has_more'], path);
+        assert.equal(ok.schema.properties.data.type, 'array', path);
+        assert.ok(op.parameters.some((p: { name: string }) => p.name === 'starting_after'), path);
+      }
+    }
+    assert.equal(ids.size, 9, 'operationIds are distinct');
+    assert.deepEqual(doc.paths['/v1/events']!.get.tags, ['events']);
+  });
+});
