@@ -386,7 +386,11 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         return;
       case 'list': {
         // Read between batches (what earlier commits made), answered once those commits are durable.
-        const answer = closed ? { rows: [], error: { status: 503, code: 'UNAVAILABLE', message: 'The shard is stopping.' } } : answerList(message.query, { store, states, read: (cmd) => execute(contextFor(cmd), cmd).reply });
+        if (closed) {
+          post({ type: 'list.page', n: message.n, rows: [], error: { status: 503, code: 'UNAVAILABLE', message: 'The shard is stopping.' } });
+          return;
+        }
+        const answer = answerList(message.query, { store, states, read: (cmd) => execute(contextFor(cmd), cmd).reply });
         gate.afterCommits({ replies: [], outbox: [], freed: [], effects: [], done: () => post({ type: 'list.page', n: message.n, ...answer }) });
         return;
       }
