@@ -1,6 +1,6 @@
 // A/B rounds of kobo's HTTP scenarios: this tree against another commit, alternating, so that a change
 // worth a few percent can be told from this host's drift (the same build ranges ±20% run to run here).
-// Run: npx tsx bench/ab.ts --base <git ref> [--rounds 4] [--duration 6] [--scenarios bank]
+// Run: npx tsx bench/ab.ts --base <git ref> [--rounds 4] [--duration 6] [--scenarios bank] [--connections 64]
 // The base is checked out in a temporary git worktree with this tree's bench/ copied over it (one
 // harness for both sides), built, and removed in a finally. Each round runs bench/http.bench.ts
 // --kobo-only yes on both sides, in alternating order; the report is the per-side median.
@@ -14,6 +14,7 @@ const BASE = flag('base', '');
 const ROUNDS = Number(flag('rounds', '4'));
 const DURATION_S = Number(flag('duration', '6'));
 const SCENARIOS = flag('scenarios', 'bank');
+const CONNECTIONS = flag('connections', '64');
 const ROUND_TIMEOUT_MS = 300_000;
 if (BASE === '' || !(ROUNDS >= 1 && ROUNDS <= 20) || !(DURATION_S >= 1 && DURATION_S <= 60)) {
   throw new Error('usage: ab.ts --base <git ref> [--rounds 1..20] [--duration 1..60] [--scenarios bank,get,...]');
@@ -29,7 +30,7 @@ const LINE = /^(.+): ([\d,]+) req\/s, ([\d,.]+) µs CPU a request$/;
 
 /** One --kobo-only run of the HTTP bench in `root`: a sample per scenario. */
 function runOnce(root: string): Sample[] {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'bench/http.bench.ts'), '--kobo-only', 'yes', '--scenarios', SCENARIOS, '--duration', String(DURATION_S), '--warmup', '2'], {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'bench/http.bench.ts'), '--kobo-only', 'yes', '--scenarios', SCENARIOS, '--duration', String(DURATION_S), '--warmup', '2', '--connections', CONNECTIONS], {
     cwd: root,
     encoding: 'utf8',
     timeout: ROUND_TIMEOUT_MS,

@@ -246,6 +246,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     clockOffsets: clocks.entries(),
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,
+    crashAt: config.testCrashAt,
     onOutbox: (events) => {
       dispatcher?.ingest(events);
       eventStream?.publish(events);

@@ -9,6 +9,7 @@ import { Compile } from 'typebox/compile';
 import { ConnectorSchema, loadConnectorsFile, type ConnectorConfig } from './connectors/connector-config.ts';
 import { WAL_SEGMENT_RECORDS } from './journal/log-segments.ts';
 import { fxCurrencies, supportsPair } from './catalogue/fx.ts';
+import { parseCrashAt } from './shard/crash-points.ts';
 
 export const PARTITIONS = 64;
 
@@ -49,6 +50,8 @@ const ConfigSchema = Type.Object({
   railLatencyMs: Type.Integer({ minimum: 0, maximum: 60_000 }),
   /** A rail that timed out is asked again this long after, on the owner's (sandbox) clock. */
   requeryAfterMs: Type.Integer({ minimum: 100, maximum: 86_400_000 }),
+  /** Test-only: kill the process at a step of a batch (`<point>:<n>`, see shard/crash-points.ts); '' = never. */
+  testCrashAt: Type.String(),
   webhookTimeoutMs: Type.Integer({ minimum: 100, maximum: 60_000 }),
   webhookPerEndpointMax: Type.Integer({ minimum: 1, maximum: 64 }),
   webhookDisableAfter: Type.Integer({ minimum: 1, maximum: 10_000 }),
@@ -88,6 +91,15 @@ function connectorsOf(file: string): ConnectorConfig[] {
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
+}
+
+/** KOBO_TEST_CRASH_AT: for the crash tests only; a malformed value stops start-up like any other. */
+function crashAtFrom(env: NodeJS.ProcessEnv): string {
+  const raw = env.KOBO_TEST_CRASH_AT;
+  if (raw === undefined) return '';
+  const parsed = parseCrashAt(raw);
+  if (typeof parsed === 'string') throw new ConfigError(`config: ${parsed}, got "${raw}"`);
+  return raw;
 }
 
 /** Unset means the default; set-but-empty is refused (an empty PORT must not quietly become 8080). */
@@ -213,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     batchCommandsMax: intFrom(env, 'KOBO_BATCH_COMMANDS_MAX', 1_000),
     railLatencyMs: intFrom(env, 'KOBO_RAIL_LATENCY_MS', 20),
     requeryAfterMs: intFrom(env, 'KOBO_REQUERY_AFTER_MS', 300_000),
+    testCrashAt: crashAtFrom(env),
     webhookTimeoutMs: intFrom(env, 'KOBO_WEBHOOK_TIMEOUT_MS', 10_000),
     webhookPerEndpointMax: intFrom(env, 'KOBO_WEBHOOK_PER_ENDPOINT_MAX', 4),
     webhookDisableAfter: intFrom(env, 'KOBO_WEBHOOK_DISABLE_AFTER', 20),

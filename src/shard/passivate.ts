@@ -26,8 +26,13 @@ export class Passivation {
   private entryRank = 0;
   private readonly states = new Set<PartitionState>();
 
-  /** Records what the command whose WAL record gets `lsn` touched. Call once per command with events. */
-  note(state: PartitionState, lsn: number): void {
+  /**
+   * Records what the command whose WAL record gets `lsn` touched. Call once per command with events.
+   * `repliesInRecord`: the command stored its reply in an `idem.stored` event of that very record
+   * (dispatch writes both from one value), so its idempotency row can point into the log without the
+   * store searching the record for the reply's bytes.
+   */
+  note(state: PartitionState, lsn: number, repliesInRecord = false): void {
     for (const table of entityTables(state)) {
       if (table.touched.size === 0) continue;
       if (table.passivates) {
@@ -40,7 +45,10 @@ export class Passivation {
       }
       table.touched.clear();
     }
-    for (const op of state.idempotency.drain()) this.idem.push({ lsn, partition: state.partition, op });
+    for (const op of state.idempotency.drain()) {
+      const inLog = repliesInRecord && op.op === 'put' && op.record.json !== undefined;
+      this.idem.push(inLog ? { lsn, partition: state.partition, op, inLog } : { lsn, partition: state.partition, op });
+    }
     for (const op of state.due.drain()) this.due.push({ lsn, partition: state.partition, op: op.op, entry: op.entry });
     const listed = state.listed.drain();
     for (const row of listed.rows) this.list.push({ ...row, lsn });

@@ -37,6 +37,8 @@ export interface PoolOptions {
   /** Operator connectors (live rails), handed to every shard. */
   connectors?: ConnectorConfig[];
   requeryAfterMs?: number;
+  /** Test-only fault injection (KOBO_TEST_CRASH_AT). */
+  crashAt?: string;
   onFatal: (message: string) => void;
   /** Faults that fail one command but not the process (e.g. a command that cannot be cloned). */
   log?: (message: string) => void;
@@ -148,6 +150,7 @@ export class ShardPool {
         clockOffsets: this.options.clockOffsets,
         connectors: this.options.connectors ?? [],
         requeryAfterMs: this.options.requeryAfterMs ?? 300_000,
+        crashAt: this.options.crashAt ?? '',
       };
       const worker: ShardHandle = this.options.inline === true ? new InlineShard(workerData) : new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);

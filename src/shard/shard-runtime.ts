@@ -31,6 +31,7 @@ import { walletOf } from './state.ts';
 import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS, LIST_PENDING_ROWS_MAX } from '../store/derived-rows.ts';
 import { answerList } from './list-pages.ts';
 import { startSweeps } from './sweeps.ts';
+import { crashPoints } from './crash-points.ts';
 
 /** Log records whose pointing rows take their bodies in one turn before truncation (~15 ms). */
 const TRUNCATION_FILL_RECORDS = 200;
@@ -57,6 +58,8 @@ export interface ShardWorkerData {
   /** Operator connectors (live rails): their calls run here, as effects after commit. */
   connectors: ConnectorConfig[];
   requeryAfterMs: number;
+  /** Test-only fault injection (KOBO_TEST_CRASH_AT): '' in production. */
+  crashAt: string;
 }
 
 interface Queued {
@@ -103,6 +106,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   /** Set once the file is closed: a late timer or rail answer of an inline shard then changes nothing. */
   let closed = false;
   const metrics = new ShardMetrics(data.shard);
+  const crashAt = crashPoints(data.crashAt);
 
   function contextFor(cmd: Command): HandlerContext {
     const state = states.get(cmd.partition);
@@ -174,7 +178,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
 
   function release(outputs: Outputs): void {
     const wallets = outputs.wallets ?? [];
+    if (outputs.replies.length > 0) crashAt('log.synced');
     if (outputs.replies.length > 0 || wallets.length > 0) post({ type: 'replies', items: outputs.replies, wallets });
+    if (outputs.replies.length > 0) crashAt('replies.sent');
     if (outputs.outbox.length > 0) post({ type: 'outbox', events: outputs.outbox });
     if (outputs.freed.length > 0) post({ type: 'idem.expired', pairs: outputs.freed });
     for (const effect of outputs.effects) runEffect(effect);
@@ -213,7 +219,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       if (executed.events.length > 0) {
         const lsn = lsnBase + records.length;
         records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
-        passivation.note(ctx.state, lsn);
+        passivation.note(ctx.state, lsn, executed.stored === true);
       } else if (ctx.state.due.pending) {
         // A sweep that only dropped stale expiry rows: they are written with this batch.
         passivation.note(ctx.state, lsnBase + records.length - 1);
@@ -235,7 +241,10 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     const extras = passivation.take();
     const wrote = records.length > 0 || extras.idem.some((change) => change.op.op !== 'put');
     const freed = store.appendBatch(records, extras);
-    if (wrote) gate.committedOne();
+    if (wrote) {
+      crashAt('log.appended');
+      gate.committedOne();
+    }
     if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX || store.listPending > LIST_PENDING_ROWS_MAX) scheduleDerivedWrite();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
@@ -285,6 +294,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   function writeDerived(rowsMax = Number.POSITIVE_INFINITY): void {
     const { freed, wrote } = store.writeDerived(rowsMax);
     if (!wrote) return;
+    crashAt('derived.written');
     gate.committedOne();
     if (freed.length > 0) gate.afterCommits({ replies: [], outbox: [], freed, effects: [] });
   }
@@ -331,6 +341,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         const json = encodePartition(state);
         const body = await compressImage(json);
         store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
+        crashAt('snapshot.written');
         gate.committedOne();
       }
       // Segments every kept image covers (beyond the retained tail) are no longer needed to recover:
@@ -346,6 +357,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
           const { dropped, blockers } = store.truncateWal(data.walRetainRecords);
           for (const partition of blockers) dirty.add(partition);
           if (dropped === 0) break;
+          crashAt('log.truncated');
           gate.committedOne();
           await new Promise((resolve) => setImmediate(resolve));
         }

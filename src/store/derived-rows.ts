@@ -34,12 +34,47 @@ export const DERIVED_SLICE_ROWS = 500;
  */
 export const LIST_PENDING_ROWS_MAX = 2_000;
 
+/**
+ * A queue whose front is taken in slices: Array.prototype.splice(0, n) moves every row behind the
+ * slice, so writing 50,000 waiting rows 500 at a time cost O(rows²); here a slice costs its own length.
+ */
+class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  /** Removes and returns the oldest `countMax` items (all of them for Infinity), in order. */
+  shift(countMax: number): T[] {
+    if (this.head === 0 && countMax >= this.items.length) {
+      const all = this.items;
+      this.items = [];
+      return all;
+    }
+    const end = Math.min(this.items.length, this.head + Math.max(0, countMax));
+    const taken = this.items.slice(this.head, end);
+    this.head = end;
+    // Compact once the taken front outweighs what waits, so the array never grows without bound.
+    if (this.head >= this.items.length - this.head) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return taken;
+  }
+}
+
 export class PendingDerived {
-  private cold: ColdRow[] = [];
-  private idem: IdemChange[] = [];
-  private due: DueChange[] = [];
-  private list: ListChange[] = [];
-  private entries: EntryChange[] = [];
+  private readonly cold = new Fifo<ColdRow>();
+  private readonly idem = new Fifo<IdemChange>();
+  private readonly due = new Fifo<DueChange>();
+  private readonly list = new Fifo<ListChange>();
+  private readonly entries = new Fifo<EntryChange>();
   /** `owner kind` → id → the newest waiting row (it overrides the index's row of that id). */
   private readonly listByKey = new Map<string, Map<string, ListChange>>();
   /** wallet id → its waiting entries, in seq order. */
@@ -148,13 +183,13 @@ export class PendingDerived {
   takeSome(rowsMax: number): DerivedBatch {
     if (rowsMax >= this.rows) return this.take();
     // List rows first: they are the ones a list page merges from memory (the smaller that set, the cheaper).
-    const list = this.list.splice(0, Math.min(rowsMax, this.list.length));
-    const entries = this.entries.splice(0, Math.min(rowsMax - list.length, this.entries.length));
+    const list = this.list.shift(rowsMax);
+    const entries = this.entries.shift(rowsMax - list.length);
     this.forgetListed(list, entries);
     rowsMax -= list.length + entries.length;
-    const cold = this.cold.splice(0, Math.min(rowsMax, this.cold.length));
-    const idem = this.idem.splice(0, Math.min(rowsMax - cold.length, this.idem.length));
-    const due = this.due.splice(0, Math.min(rowsMax - cold.length - idem.length, this.due.length));
+    const cold = this.cold.shift(rowsMax);
+    const idem = this.idem.shift(rowsMax - cold.length);
+    const due = this.due.shift(rowsMax - cold.length - idem.length);
     for (const row of cold) {
       const key = `${row.kind} ${row.id}`;
       const versions = this.coldByKey.get(key)!;
@@ -184,12 +219,7 @@ export class PendingDerived {
 
   /** Everything waiting, in order; the memory lets go of it (the caller writes it at once). */
   take(): DerivedBatch {
-    const taken = { cold: this.cold, idem: this.idem, due: this.due, list: this.list, entries: this.entries };
-    this.cold = [];
-    this.idem = [];
-    this.due = [];
-    this.list = [];
-    this.entries = [];
+    const taken = { cold: this.cold.shift(Infinity), idem: this.idem.shift(Infinity), due: this.due.shift(Infinity), list: this.list.shift(Infinity), entries: this.entries.shift(Infinity) };
     this.listByKey.clear();
     this.entriesByWallet.clear();
     this.coldByKey.clear();
