@@ -19,6 +19,7 @@ import * as transactionSchemas from '../schemas/transaction.schema.ts';
 import * as transferSchemas from '../schemas/transfer.schema.ts';
 import * as webhookSchemas from '../schemas/webhook.schema.ts';
 import * as webhookEventSchemas from '../schemas/webhook-event.schema.ts';
+import * as listSchemas from '../schemas/list.schema.ts';
 import { WEBHOOK_EVENT_SCHEMAS } from '../schemas/webhook-event.schema.ts';
 import { curlOf, documented, sampleOf, type JsonSchema } from './openapi-examples.ts';
 import { EXAMPLE_IDS, OPERATIONS, type OperationDoc } from './openapi-operations.ts';
@@ -46,7 +47,7 @@ const DOCUMENTED_ENUMS: Record<string, Record<string, { values: readonly string[
 /** Every exported object schema of the schema modules, by its export name (the component name). */
 function namedSchemas(): Map<TSchema, string> {
   const names = new Map<TSchema, string>();
-  const modules = [customerSchemas, exchangeSchemas, serviceOrderSchemas, servicesSchemas, transactionSchemas, transferSchemas, webhookSchemas, webhookEventSchemas];
+  const modules = [customerSchemas, exchangeSchemas, serviceOrderSchemas, servicesSchemas, transactionSchemas, transferSchemas, webhookSchemas, webhookEventSchemas, listSchemas];
   for (const module of modules) {
     for (const [name, value] of Object.entries(module)) {
       if (typeof value !== 'object' || value === null || !('type' in value || 'anyOf' in value)) continue;
@@ -158,8 +159,14 @@ function successResponse(route: RouteDef, row: OperationDoc | undefined, schemaO
     const sample = sampleOf(route.response as JsonSchema, noRefs, resourceOf(route.path));
     data = Compile(route.response).Check(sample) ? sample : undefined;
   }
+  if (route.list === true && route.response !== undefined) {
+    // A list page: `{ data: [...], has_more }`, newest first (docs/lists-and-events.md).
+    const schema = { type: 'object', properties: { data: { type: 'array', items: schemaOf(route.response) }, has_more: { type: 'boolean', description: 'More rows follow in this direction' } }, required: ['data', 'has_more'] };
+    const example = route.example ?? (data === undefined ? undefined : { data: [data], has_more: false });
+    return { description: 'Success', content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
+  }
   const schema = route.response === undefined ? { type: 'object' } : { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] };
-  const example = data === undefined ? undefined : route.response === undefined ? data : { data };
+  const example = data === undefined ? (route.example === undefined ? undefined : route.example) : route.response === undefined ? data : { data };
   return { description: 'Success', content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
 }
 
@@ -192,9 +199,9 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
     const status = String(route.responseStatus ?? 200);
     const success = successResponse(route, row, schemaOf);
     const operation: Record<string, unknown> = {
-      ...(row === undefined ? {} : { operationId: row.operationId }),
+      ...(row === undefined ? (route.operationId === undefined ? {} : { operationId: route.operationId }) : { operationId: row.operationId }),
       summary: route.summary,
-      ...(row === undefined ? {} : { description: row.description }),
+      ...(row === undefined ? (route.description === undefined ? {} : { description: route.description }) : { description: row.description }),
       tags: [tagOf(route)],
       parameters,
       responses: { [status]: success, ...errorResponses(route, errorExampleOf) },

@@ -82,7 +82,7 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
       (record.includes(`"json":${JSON.stringify(json)}`) || record.includes(`"scope":${JSON.stringify(scope)},"fingerprint":${JSON.stringify(fingerprint)},"atMs":${atMs},"view":`));
     return inLog ? { ...change, inLog: true as const } : change;
   });
-  return { cold, idem, due: derived.due };
+  return { ...derived, cold, idem };
 }
 
 /** Rows pointing into the records of a log segment about to be dropped take their bodies from them. */
