@@ -408,7 +408,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List service orders, newest first
+         * @description The account's service orders, newest first, 20 a page by default; page with starting_after (older) or ending_before (newer), narrow with customer_id, status and created[gte] / created[lt]. A customer-scoped key sees only its customer's service orders.
+         */
+        get: operations["listServiceOrders"];
         put?: never;
         /**
          * Create a service order and open its payment
@@ -468,7 +472,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List transactions, newest first
+         * @description The account's transactions, newest first, 20 a page by default; page with starting_after (older) or ending_before (newer), narrow with customer_id, status and created[gte] / created[lt]. A customer-scoped key sees only its customer's transactions.
+         */
+        get: operations["listTransactions"];
         put?: never;
         /**
          * Create a transaction (recorded pending)
@@ -548,7 +556,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List payments, newest first
+         * @description The account's payments, newest first, 20 a page by default; page with starting_after (older) or ending_before (newer), narrow with customer_id, status and created[gte] / created[lt]. A customer-scoped key sees only its customer's payments.
+         */
+        get: operations["listPayments"];
         put?: never;
         /**
          * Create a payment
@@ -608,7 +620,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List transfers, newest first
+         * @description The account's transfers, newest first, 20 a page by default; page with starting_after (older) or ending_before (newer), narrow with customer_id, status and created[gte] / created[lt]. A customer-scoped key sees only its customer's transfers.
+         */
+        get: operations["listTransfers"];
         put?: never;
         /**
          * Send a payout: amount plus fee held now, settled by the payout rail
@@ -648,7 +664,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List beneficiaries, newest first
+         * @description The account's beneficiaries, newest first, 20 a page by default; page with starting_after (older) or ending_before (newer), narrow with customer_id and created[gte] / created[lt]. A customer-scoped key sees only its customer's beneficiaries.
+         */
+        get: operations["listBeneficiaries"];
         put?: never;
         /**
          * Create a beneficiary; the rail resolves and verifies the account name
@@ -688,7 +708,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List customers, newest first
+         * @description The account's customers, newest first, 20 a page by default; page with starting_after (older) or ending_before (newer), narrow with customer_id and created[gte] / created[lt]. A customer-scoped key sees only its customer's customers.
+         */
+        get: operations["listCustomers"];
         put?: never;
         /**
          * Create a customer (and its home-currency wallet)
@@ -785,6 +809,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/wallets/{id}/entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A wallet's statement: its ledger entries, newest first
+         * @description Each posting that moved the balance, with its transaction, the signed amount and the balance it left.
+         */
+        get: operations["listWalletEntries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/subscriptions": {
         parameters: {
             query?: never;
@@ -843,6 +887,46 @@ export interface paths {
          * @description Queues a fresh delivery of the same event (new timestamp and signature), also for a disabled subscription after it is fixed.
          */
         post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's events, newest first
+         * @description The events webhooks deliver, as they deliver them, newest first; narrow with type, customer_id and created[gte] / created[lt]. Kept at least 30 days.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an event
+         * @description One event, the same object its webhook delivered.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1423,6 +1507,55 @@ export interface components {
             /** @description ULID */
             customer_id?: string;
         };
+        ServiceOrder: {
+            /** @description ULID */
+            id: string;
+            /** @description ULID */
+            transaction_id: string;
+            payment_transaction_id: string | null;
+            /** @description ISO 3166-1 alpha-2 code */
+            country_code: string;
+            service_code: string;
+            status: string;
+            customer_amount_minor: number;
+            fee_minor: number;
+            provider_cost_minor: number;
+            /** @description ISO 4217 code */
+            currency: string;
+            operator_code: string | null;
+            meter_type: string | null;
+            account_ref: string | null;
+            provider_reference: string | null;
+            idempotency_key: string;
+            quote_id: string | null;
+            fulfillment_snapshot: {
+                [key: string]: unknown;
+            } | null;
+            pricing_snapshot: {
+                [key: string]: unknown;
+            };
+            /** @description refunds of collected money; the status stays failed while and after they run */
+            refunds: {
+                /** @description ULID */
+                payment_id: string;
+                /** @description ULID */
+                payment_transaction_id: string;
+                amount_minor: number;
+                /** @description ISO 4217 code */
+                currency: string;
+                /** @enum {string} */
+                status: "pending" | "completed";
+                /** Format: date-time */
+                created_at: string;
+                completed_at: string | null;
+            }[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        } & {
+            [key: string]: unknown;
+        };
         ServiceOrderCreated: {
             order: {
                 /** @description ULID */
@@ -1527,55 +1660,6 @@ export interface components {
             promotion_code?: string;
             /** @description ULID */
             customer_id?: string;
-        };
-        ServiceOrder: {
-            /** @description ULID */
-            id: string;
-            /** @description ULID */
-            transaction_id: string;
-            payment_transaction_id: string | null;
-            /** @description ISO 3166-1 alpha-2 code */
-            country_code: string;
-            service_code: string;
-            status: string;
-            customer_amount_minor: number;
-            fee_minor: number;
-            provider_cost_minor: number;
-            /** @description ISO 4217 code */
-            currency: string;
-            operator_code: string | null;
-            meter_type: string | null;
-            account_ref: string | null;
-            provider_reference: string | null;
-            idempotency_key: string;
-            quote_id: string | null;
-            fulfillment_snapshot: {
-                [key: string]: unknown;
-            } | null;
-            pricing_snapshot: {
-                [key: string]: unknown;
-            };
-            /** @description refunds of collected money; the status stays failed while and after they run */
-            refunds: {
-                /** @description ULID */
-                payment_id: string;
-                /** @description ULID */
-                payment_transaction_id: string;
-                amount_minor: number;
-                /** @description ISO 4217 code */
-                currency: string;
-                /** @enum {string} */
-                status: "pending" | "completed";
-                /** Format: date-time */
-                created_at: string;
-                completed_at: string | null;
-            }[];
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-        } & {
-            [key: string]: unknown;
         };
         OrderStatusProjection: {
             /** @description ULID */
@@ -1948,6 +2032,23 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        LedgerEntry: {
+            /** @description le_ and the entry number (orders the wallet history) */
+            id: string;
+            /** @constant */
+            object: "ledger_entry";
+            /** @description ULID */
+            wallet_id: string;
+            /** @description ULID */
+            transaction_id: string;
+            /** @description Signed: credits positive, debits negative */
+            amount_minor: number;
+            /** @description The wallet's balance after this entry */
+            balance_after_minor: number;
+            currency: string;
+            /** Format: date-time */
+            created_at: string;
+        };
         Subscription: {
             /** @description ULID */
             id: string;
@@ -1997,6 +2098,23 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        Event: {
+            /** @description ULID */
+            id: string;
+            /** @enum {string} */
+            event_type: "payment.completed" | "transfer.completed" | "transfer.failed" | "service_order.completed" | "service_order.failed";
+            /** @description event_type:transaction_id (receivers dedupe on it) */
+            event_key: string;
+            /** Format: date-time */
+            occurred_at: string;
+            data: {
+                /** @description ULID */
+                transaction_id: string;
+                customer_id: string | null;
+            } & {
+                [key: string]: unknown;
+            };
         };
         PaymentFail: {
             failure_code?: string;
@@ -4621,6 +4739,114 @@ export interface operations {
             };
         };
     };
+    listServiceOrders: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+                status?: "pending" | "awaiting_payment" | "fulfilling" | "completed" | "failed" | "unknown" | "retry_required" | "provider_funding_failure" | "manual_fulfilment" | "refund_pending" | "refunded" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3SERVCE0RDER00009",
+                     *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *           "payment_transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *           "country_code": "NG",
+                     *           "service_code": "airtime",
+                     *           "status": "pending",
+                     *           "customer_amount_minor": 101500,
+                     *           "fee_minor": 1500,
+                     *           "provider_cost_minor": 100000,
+                     *           "currency": "NGN",
+                     *           "operator_code": "MTN",
+                     *           "meter_type": "prepaid",
+                     *           "account_ref": "45012345678",
+                     *           "provider_reference": "SBX-4F2A91",
+                     *           "idempotency_key": "7c1e9a52-5f0d-4c1b-9a77-2f4e1d8b6c30",
+                     *           "quote_id": "01JDA0K8Z3QW0TE00000000007",
+                     *           "fulfillment_snapshot": {},
+                     *           "pricing_snapshot": {},
+                     *           "refunds": [
+                     *             {
+                     *               "payment_id": "01JDA0K8Z3PAYMENT000000004",
+                     *               "payment_transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *               "amount_minor": 150000,
+                     *               "currency": "NGN",
+                     *               "status": "pending",
+                     *               "created_at": "2026-11-26T09:30:00.000Z",
+                     *               "completed_at": null
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["ServiceOrder"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createServiceOrder: {
         parameters: {
             query?: never;
@@ -4968,6 +5194,110 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTransactions: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+                status?: "pending" | "processing" | "completed" | "failed" | "unknown";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3TXN0000000000003",
+                     *           "object": "transaction",
+                     *           "type": "payment",
+                     *           "status": "pending",
+                     *           "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *           "amount_minor": 150000,
+                     *           "fee_minor": 1500,
+                     *           "currency": "NGN",
+                     *           "reference": "invoice-2231",
+                     *           "failure": null,
+                     *           "hold": {
+                     *             "status": "pending",
+                     *             "amount_minor": 150000
+                     *           },
+                     *           "attempt": 1,
+                     *           "status_history": [
+                     *             {
+                     *               "status": "pending",
+                     *               "at": "2026-11-26T09:30:00.000Z",
+                     *               "attempt": 1,
+                     *               "failure_code": null
+                     *             }
+                     *           ],
+                     *           "payment_id": "01JDA0K8Z3PAYMENT000000004",
+                     *           "transfer_id": null,
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Transaction"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5498,6 +5828,100 @@ export interface operations {
             };
         };
     };
+    listPayments: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+                status?: "pending" | "processing" | "completed" | "failed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3PAYMENT000000004",
+                     *           "object": "payment",
+                     *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *           "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *           "method": "bank_transfer",
+                     *           "status": "pending",
+                     *           "amount_minor": 150000,
+                     *           "fee_minor": 1500,
+                     *           "net_amount_minor": 148500,
+                     *           "currency": "NGN",
+                     *           "reference": "invoice-2231",
+                     *           "wallet_id": "01JDA0K8Z3WA11ET0000000002",
+                     *           "provider": {
+                     *             "type": "payment"
+                     *           },
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Payment"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createPayment: {
         parameters: {
             query?: never;
@@ -5822,6 +6246,99 @@ export interface operations {
             };
         };
     };
+    listTransfers: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+                status?: "pending" | "processing" | "completed" | "failed" | "unknown";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3TRANSFER00000005",
+                     *           "object": "transfer",
+                     *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *           "status": "pending",
+                     *           "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *           "beneficiary_id": "01JDA0K8Z3BENEF00000000006",
+                     *           "amount_minor": 150000,
+                     *           "fee_minor": 1500,
+                     *           "currency": "NGN",
+                     *           "destination_amount_minor": 100000,
+                     *           "destination_currency": "NGN",
+                     *           "quote_id": "01JDA0K8Z3QW0TE00000000007",
+                     *           "narration": "Rent for December",
+                     *           "provider_reference": "SBX-4F2A91",
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Transfer"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createTransfer: {
         parameters: {
             query?: never;
@@ -6057,6 +6574,94 @@ export interface operations {
             };
         };
     };
+    listBeneficiaries: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3BENEF00000000006",
+                     *           "object": "beneficiary",
+                     *           "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *           "type": "payment",
+                     *           "currency": "NGN",
+                     *           "country": "NG",
+                     *           "bank_code": "058",
+                     *           "bank_name": "Guaranty Trust Bank",
+                     *           "account_number": "0123456789",
+                     *           "account_name": "ADA OBI",
+                     *           "verified": true,
+                     *           "created_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Beneficiary"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createBeneficiary: {
         parameters: {
             query?: never;
@@ -6265,6 +6870,99 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listCustomers: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3C0STMER000000001",
+                     *           "object": "customer",
+                     *           "name": "Ada Obi",
+                     *           "email": "ada.obi@example.com",
+                     *           "phone": "+2348031234567",
+                     *           "country_code": "NG",
+                     *           "tier": "tier_1",
+                     *           "kyc_level": 1,
+                     *           "pin_set": true,
+                     *           "wallets": [
+                     *             {
+                     *               "id": "01JDA0K8Z3WA11ET0000000002",
+                     *               "currency": "NGN"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Customer"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7006,6 +7704,99 @@ export interface operations {
             };
         };
     };
+    listWalletEntries: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+            };
+            header?: never;
+            path: {
+                /** @example 01JDA0K8Z3TXN0000000000003 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3EVENT0000000000C",
+                     *           "object": "ledger_entry",
+                     *           "wallet_id": "01JDA0K8Z3WA11ET0000000002",
+                     *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *           "amount_minor": 150000,
+                     *           "balance_after_minor": 100000,
+                     *           "currency": "NGN",
+                     *           "created_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["LedgerEntry"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhookSubscriptions: {
         parameters: {
             query?: never;
@@ -7443,6 +8234,175 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                limit?: string;
+                starting_after?: string;
+                ending_before?: string;
+                "created[gte]"?: string;
+                "created[lt]"?: string;
+                customer_id?: string;
+                type?: "payment.completed" | "transfer.completed" | "transfer.failed" | "service_order.completed" | "service_order.failed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3EVENT0000000000C",
+                     *           "event_type": "payment.completed",
+                     *           "event_key": "payment.completed:01JDA0K8Z3TXN0000000000003",
+                     *           "occurred_at": "2026-11-26T09:30:00.000Z",
+                     *           "data": {
+                     *             "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *             "customer_id": "01JDA0K8Z3C0STMER000000001"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Event"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 01JDA0K8Z3TXN0000000000003 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "event_type": "payment.completed",
+                     *         "event_key": "payment.completed:01JDA0K8Z3TXN0000000000003",
+                     *         "occurred_at": "2026-11-26T09:30:00.000Z",
+                     *         "data": {
+                     *           "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *           "customer_id": "01JDA0K8Z3C0STMER000000001"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Event"];
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

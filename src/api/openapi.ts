@@ -162,7 +162,8 @@ function successResponse(route: RouteDef, row: OperationDoc | undefined, schemaO
   if (route.list === true && route.response !== undefined) {
     // A list page: `{ data: [...], has_more }`, newest first (docs/lists-and-events.md).
     const schema = { type: 'object', properties: { data: { type: 'array', items: schemaOf(route.response) }, has_more: { type: 'boolean', description: 'More rows follow in this direction' } }, required: ['data', 'has_more'] };
-    const example = route.example ?? (data === undefined ? undefined : { data: [data], has_more: false });
+    // The item sampled from its schema (checked against it) beats a hand-written page, which can drift.
+    const example = data === undefined ? route.example : { data: [data], has_more: false };
     return { description: 'Success', content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } };
   }
   const schema = route.response === undefined ? { type: 'object' } : { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] };

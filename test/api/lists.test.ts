@@ -329,6 +329,6 @@ describe('lists in the OpenAPI document', () => {
       }
     }
     assert.equal(ids.size, 9, 'operationIds are distinct');
-    assert.deepEqual(doc.paths['/v1/events']!.get.tags, ['events']);
+    assert.deepEqual(doc.paths['/v1/events']!.get.tags, ['Events']);
   });
 });

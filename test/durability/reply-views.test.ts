@@ -115,11 +115,13 @@ test('payment replies named by view: the record carries no reply; replays give t
     // Writes until the records naming the replies are truncated away: the rows then hold the bytes.
     const again = client(server.baseUrl, key);
     const named = (): number => SHARD_FILES.reduce((n, name) => n + logRecords(path.join(dataDir, name)).filter((r) => sent.some((s) => r.body.includes(`:${s.key}"`))).length, 0);
-    for (let i = 0; i < 60 && named() > 0; i += 1) {
-      const p = await again('POST', '/v1/payments', { idempotencyKey: idem('churn'), body: { customer_id: ng, amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' } });
+    for (let i = 0; i < 120 && named() > 0; i += 1) {
+      // Both customers' shards churn (they may live on different shards).
+      const body = i % 2 === 0 ? { customer_id: ng, amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' } : { customer_id: ke, amount_minor: 10_000 + i, currency: 'KES', method: 'mobile_money' };
+      const p = await again('POST', '/v1/payments', { idempotencyKey: idem('churn'), body });
       assert.equal(p.status, 201, JSON.stringify(p.body));
     }
-    assert.equal(named(), 0, 'the records that stored the keys were truncated');
+    assert.equal(named(), 0, `the records that stored the keys were truncated: ${SHARD_FILES.map((name) => logRecords(path.join(dataDir, name)).filter((r) => sent.some((s) => r.body.includes(`:${s.key}"`))).map((r) => `${name}@${r.lsn}: ${r.body.slice(0, 300)}`).join(" | ")).join(" ")}`);
     for (const s of sent) assert.equal(idemRowJson(dataDir, s.key), s.text, `${s.body.method}: the idempotency row took the rebuilt bytes before its record went`);
     await replaysSame(server, sent, 'after truncation');
   } finally {
