@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
+import { mixedRequest } from '../helpers/load.ts';
 import { CRASH_POINTS, type CrashPoint } from '../../src/shard/crash-points.ts';
 
 interface Sent {
@@ -36,19 +37,6 @@ const PASSAGE: Record<CrashPoint, number> = {
 /** Small cadences so that images, derived writes and truncations all happen within a second of load. */
 const CADENCE_ENV = { KOBO_SNAPSHOT_EVERY_RECORDS: '25', KOBO_WAL_RETAIN_RECORDS: '0', KOBO_WAL_SEGMENT_RECORDS: '16' };
 
-function request(customers: Array<{ id: string }>, n: number): Omit<Sent, 'key'> {
-  const customer = customers[n % customers.length]!;
-  switch (n % 4) {
-    case 0:
-      return { method: 'POST', path: '/v1/payments', body: { customer_id: customer.id, amount_minor: 100 + (n % 50), currency: 'NGN', method: 'wallet' } };
-    case 1:
-      return { method: 'POST', path: '/v1/payments', body: { customer_id: customer.id, amount_minor: 20_000 + n, currency: 'NGN', method: 'bank_transfer' } };
-    case 2:
-      return { method: 'POST', path: '/v1/transactions', body: { type: 'funding', customer_id: customer.id, amount_minor: 1_000 + n, currency: 'NGN' } };
-    default:
-      return { method: 'POST', path: '/v1/customers', body: { name: `Step ${n}`, email: uniqueEmail(), phone: uniquePhone(), country_code: 'GH' } };
-  }
-}
 
 async function fundedCustomers(api: ReturnType<typeof client>, count: number): Promise<Array<{ id: string }>> {
   const made: Array<{ id: string }> = [];
@@ -80,7 +68,7 @@ async function crashAtStep(point: CrashPoint, mode: 'threads' | 'inline'): Promi
   const started = Date.now();
   const worker = async (w: number): Promise<void> => {
     for (let n = w; Date.now() - started < LOAD_MS_MAX; n += LOAD_WORKERS) {
-      const sent = { ...request(customers, n), key: idem(`step${w}`) };
+      const sent = { ...mixedRequest(customers, n, 'Step'), key: idem(`step${w}`) };
       try {
         const r = await api(sent.method, sent.path, { idempotencyKey: sent.key, body: sent.body });
         acked.push({ ...sent, status: r.status, response: r.body });

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
+import { mixedRequest } from '../helpers/load.ts';
 
 interface Acked {
   method: string;
@@ -31,19 +32,6 @@ async function setup(api: ReturnType<typeof client>, customers: number) {
   return made;
 }
 
-function randomRequest(customers: Array<{ id: string }>, n: number): { method: string; path: string; body: unknown } {
-  const customer = customers[n % customers.length]!;
-  switch (n % 4) {
-    case 0:
-      return { method: 'POST', path: '/v1/payments', body: { customer_id: customer.id, amount_minor: 100 + (n % 50), currency: 'NGN', method: 'wallet' } };
-    case 1:
-      return { method: 'POST', path: '/v1/payments', body: { customer_id: customer.id, amount_minor: 20_000 + n, currency: 'NGN', method: 'bank_transfer' } };
-    case 2:
-      return { method: 'POST', path: '/v1/transactions', body: { type: 'funding', customer_id: customer.id, amount_minor: 1_000 + n, currency: 'NGN' } };
-    default:
-      return { method: 'POST', path: '/v1/customers', body: { name: `Load ${n}`, email: uniqueEmail(), phone: uniquePhone(), country_code: 'GH' } };
-  }
-}
 
 /** Shards on worker threads (a machine with cores to spare), and inline on the main thread (one CPU). */
 for (const mode of ['threads', 'inline'] as const) {
@@ -65,7 +53,7 @@ async function crashUnderLoad(mode: 'threads' | 'inline'): Promise<void> {
   const started = Date.now();
   const worker = async (w: number): Promise<void> => {
     for (let n = w; !killed && Date.now() - started < LOAD_MS_MAX * 2; n += LOAD_WORKERS) {
-      const request = randomRequest(customers, n);
+      const request = mixedRequest(customers, n);
       const k = idem(`load${w}`);
       sent += 1;
       try {
