@@ -42,6 +42,7 @@ import { checkoutRoutes } from './api/checkout.ts';
 import { serviceOrderRoutes } from './api/service-orders.ts';
 import { serviceCatalogueRoutes } from './api/services-catalogue.ts';
 import { webhookRoutes } from './api/webhooks.ts';
+import { keyRoutes } from './api/keys.ts';
 import { WebhookStore } from './webhooks/store.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
@@ -319,6 +320,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...serviceCatalogueRoutes(deps),
     ...webhookRoutes({ store: webhookStore, dispatcher, clocks, subscriptionsMax: config.webhookSubscriptionsMax, urlPolicy: { livePorts: config.webhookLivePorts } }),
     ...testHelperRoutes(deps),
+    ...keyRoutes(deps),
     ...connectorRoutes(deps, config.connectors, (connector, result) => metrics.connectorCallback(connector, result)),
   ]);
   let openApiJson = '';
