@@ -23,6 +23,7 @@ export function keyView(k: KeyRecord, nowMs: number, secret?: string): object {
     id: k.id,
     object: 'api_key',
     prefix: k.prefix,
+    account: k.account,
     env: k.env,
     scopes: k.scopes,
     ip_allow: k.ipAllow,

@@ -30,6 +30,7 @@ export const ApiKey = Type.Object({
   id: Type.String(),
   object: Type.Literal('api_key'),
   prefix: Type.String({ description: 'the first characters of the secret, to tell keys apart' }),
+  account: Type.String(),
   env: Type.Union([Type.Literal('test'), Type.Literal('live')]),
   scopes: Type.Array(Type.String()),
   ip_allow: Type.Array(Type.String()),
