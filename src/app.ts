@@ -43,6 +43,8 @@ import { serviceOrderRoutes } from './api/service-orders.ts';
 import { serviceCatalogueRoutes } from './api/services-catalogue.ts';
 import { webhookRoutes } from './api/webhooks.ts';
 import { keyRoutes } from './api/keys.ts';
+import { listRoutes } from './api/lists.ts';
+import { EventStream } from './api/event-stream.ts';
 import { WebhookStore } from './webhooks/store.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { testHelperRoutes } from './api/test-helpers.ts';
@@ -227,6 +229,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   // Bound late: the dispatcher acknowledges through the pool, and the pool hands it the outbox.
   let dispatcher: Dispatcher | undefined;
   let pool: ShardPool | undefined;
+  /** `kobo listen`'s WebSocket: it hears each event the outbox hands over, after the dispatcher stored it. */
+  let eventStream: EventStream | undefined;
   const metrics = new Metrics(() => pool?.queueDepths() ?? []);
   // One CPU for the process (its affinity: taskset, a cpuset): a worker thread would only add hops.
   const shardsInline = config.shardMode === 'inline' || (config.shardMode === 'auto' && os.availableParallelism() === 1);
@@ -252,7 +256,10 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,
     crashAt: config.testCrashAt,
-    onOutbox: (events) => dispatcher?.ingest(events),
+    onOutbox: (events) => {
+      dispatcher?.ingest(events);
+      eventStream?.publish(events);
+    },
     onWallets: (updates) => walletViews.update(updates),
     onMetrics: (message) => {
       metrics.shard(message);
@@ -320,6 +327,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...countryRoutes(),
     ...customerRoutes(deps),
     ...transactionRoutes(deps),
+    ...listRoutes(deps),
     ...paymentRoutes(deps),
     ...exchangeRoutes(deps),
     ...transferRoutes(deps),
@@ -367,6 +375,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
       logging?.request({ reqId: done.requestId, method: done.method, route: done.route, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip });
     },
   });
+  eventStream = new EventStream(pool);
+  eventStream.attach(server);
   const stopActions = applyOperatorActions(control, pool, log);
   const port = await server.listen(config.host, config.port);
   publicUrl = config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`;
@@ -379,6 +389,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     shardMode: shardsInline ? 'inline' : 'threads',
     stop: async (drainMs = config.drainMs) => {
       accepting = false;
+      eventStream?.closeAll();
       const cut = await server.drain(drainMs);
       stopActions();
       // Attempts still in flight are retried after a restart (at least once): do not wait them out.

@@ -14,6 +14,7 @@ import * as servicesSchemas from '../schemas/services.schema.ts';
 import * as transactionSchemas from '../schemas/transaction.schema.ts';
 import * as transferSchemas from '../schemas/transfer.schema.ts';
 import * as webhookSchemas from '../schemas/webhook.schema.ts';
+import * as listSchemas from '../schemas/list.schema.ts';
 
 /** Routes that take the step-up proof when the customer has a transaction PIN. */
 const STEP_UP_ROUTES: ReadonlySet<string> = new Set(['POST /v1/transfers', 'POST /v1/services/orders']);
@@ -23,7 +24,7 @@ const BODY_KEY_ROUTES: ReadonlySet<string> = new Set(['POST /v1/services/orders'
 /** Every exported object schema of the schema modules, by its export name (the component name). */
 function namedSchemas(): Map<TSchema, string> {
   const names = new Map<TSchema, string>();
-  const modules = [customerSchemas, exchangeSchemas, serviceOrderSchemas, servicesSchemas, transactionSchemas, transferSchemas, webhookSchemas];
+  const modules = [customerSchemas, exchangeSchemas, serviceOrderSchemas, servicesSchemas, transactionSchemas, transferSchemas, webhookSchemas, listSchemas];
   for (const module of modules) {
     for (const [name, value] of Object.entries(module)) {
       if (typeof value !== 'object' || value === null || !('type' in value || 'anyOf' in value)) continue;
@@ -37,6 +38,15 @@ const ref = (name: string): object => ({ $ref: `#/components/schemas/${name}` })
 
 function openApiPath(path: string): string {
   return path.replace(/:([a-z_]+)/g, '{$1}');
+}
+
+/** The 2xx body: `{ data }`, or a list page `{ data: [...], has_more }`. */
+function responseSchema(route: RouteDef, schemaOf: (schema: TSchema) => object): object {
+  if (route.response === undefined) return { type: 'object' };
+  if (route.list === true) {
+    return { type: 'object', properties: { data: { type: 'array', items: schemaOf(route.response) }, has_more: { type: 'boolean', description: 'More rows follow in this direction' } }, required: ['data', 'has_more'] };
+  }
+  return { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] };
 }
 
 export function buildOpenApi(routes: readonly RouteDef[], version: string): object {
@@ -72,7 +82,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
     const responses: Record<string, object> = {
       [String(route.responseStatus ?? 200)]: {
         description: 'Success',
-        content: { 'application/json': { schema: route.response === undefined ? { type: 'object' } : { type: 'object', properties: { data: schemaOf(route.response) }, required: ['data'] } } },
+        content: { 'application/json': { schema: responseSchema(route, schemaOf), ...(route.example === undefined ? {} : { example: route.example }) } },
       },
     };
     // The pipeline's own refusals apply to every route of a kind, so they are documented for each one.
@@ -91,7 +101,9 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): obje
       };
     }
     const operation: Record<string, unknown> = {
+      ...(route.operationId === undefined ? {} : { operationId: route.operationId }),
       summary: route.summary,
+      ...(route.description === undefined ? {} : { description: route.description }),
       tags: [route.family],
       parameters,
       responses,

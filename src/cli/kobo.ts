@@ -17,6 +17,8 @@ import { makeDir } from '../store/private-files.ts';
 import { ipAllowProblem, scopeProblem } from '../http/auth.ts';
 import { isUlid } from '../ids.ts';
 import { customerOwner } from './customer-owner.ts';
+import { listen } from './listen.ts';
+import { trigger, TRIGGER_EVENTS, type TriggerEvent } from './trigger.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -84,8 +86,9 @@ const program = new Command('kobo')
   .option('--init', 'create the data dir (KOBO_DATA_DIR) if it does not exist yet')
   .showHelpAfterError();
 program.hook('preAction', (_program, action) => {
-  // The reference connector is a separate service: it keeps no kobo data.
-  if (action.name() === 'connector') return;
+  // The reference connector is a separate service, and listen and trigger speak to a server's API:
+  // none of them keeps kobo data.
+  if (['connector', 'listen', 'trigger'].includes(action.name())) return;
   process.stderr.write(`kobo: data dir ${config.dataDir}\n`);
   // restore fills an empty dir by design; verify and snapshot refuse a missing dir on their own.
   if (action.name() === 'restore' || isDataDir(config.dataDir)) return;
@@ -268,6 +271,38 @@ program
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+  });
+
+const apiOption = (): Option => new Option('--api <url>', "the server's base URL").default(`http://127.0.0.1:${config.port}`);
+
+program
+  .command('listen')
+  .description("stream the account's events from a running server and forward each to a URL, signed like a webhook")
+  .requiredOption('--forward-to <url>', 'where each event is POSTed (e.g. http://127.0.0.1:4000/hooks)')
+  .requiredOption('--key <secret>', 'an API key of the account (sk_test_… or sk_live_…)')
+  .addOption(apiOption())
+  .option('--secret <whsec>', 'the signing secret to use (default: a new one, printed)')
+  .action((opts: { forwardTo: string; key: string; api: string; secret?: string }) => {
+    const listening = listen({ apiUrl: opts.api, key: opts.key, forwardTo: opts.forwardTo, ...(opts.secret === undefined ? {} : { secret: opts.secret }), log: (line) => process.stdout.write(`${line}\n`) });
+    process.stdout.write(`Ready: forwarding events to ${opts.forwardTo}\nWebhook signing secret: ${listening.secret}\n`);
+    const stop = (): void => {
+      listening.stop();
+      process.exit(0);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+
+program
+  .command('trigger <event>')
+  .description(`make the sandbox objects that cause an event (${TRIGGER_EVENTS.join(', ')}) and print them`)
+  .requiredOption('--key <secret>', 'a sandbox API key of the account (sk_test_…)')
+  .addOption(apiOption())
+  .option('--override <field=value>', 'set a field of the request that causes the event (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
+  .action(async (event: string, opts: { key: string; api: string; override: string[] }) => {
+    if (!(TRIGGER_EVENTS as readonly string[]).includes(event)) throw new Error(`unknown event ${event}; one of ${TRIGGER_EVENTS.join(', ')}`);
+    const made = await trigger(event as TriggerEvent, { apiUrl: opts.api, key: opts.key, overrides: opts.override });
+    process.stdout.write(`${JSON.stringify({ event, objects: made }, null, 2)}\n`);
   });
 
 try {

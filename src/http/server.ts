@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { reject, statusOf, type Rejection } from '../errors.ts';
 import type { KeyRecord } from '../store/control-store.ts';
-import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.ts';
+import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocketBehavior } from './uws.ts';
 import { normalizeIp, type Authenticator } from './auth.ts';
 import { ipSubject, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
@@ -120,6 +120,22 @@ export class HttpServer {
   constructor(private readonly deps: ServerDeps) {
     this.app = uws.App();
     this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  /** A WebSocket route served by uWS itself (its upgrade handler authenticates; see src/api/event-stream.ts). */
+  webSocket<T>(path: string, behavior: WebSocketBehavior<T>): void {
+    this.app.ws<T>(path, behavior);
+  }
+
+  /**
+   * The key of an upgrade request (which skips the request pipeline) and the status refusing it:
+   * the same checks as a GET of `family` (key, source IP, scopes).
+   */
+  upgradeKey(res: HttpResponse, req: HttpRequest, family: string): KeyRecord | { status: number; rejection: Rejection } {
+    const key = this.deps.auth.authenticate(req.getHeader('authorization'), Date.now());
+    if ('code' in key) return { status: statusOf(key), rejection: key };
+    const denied = this.deps.auth.authorize(key, { method: 'GET', family } as CompiledRoute, peerIp(res));
+    return denied === null ? key : { status: statusOf(denied), rejection: denied };
   }
 
   listen(host: string, port: number): Promise<number> {

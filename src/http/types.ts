@@ -64,6 +64,14 @@ export interface RouteDef {
   method: HttpMethod;
   path: string;
   summary: string;
+  /** A longer description for the OpenAPI document (absent: the summary says it all). */
+  description?: string;
+  /** The operation's stable name in the OpenAPI document (absent: derived by the document). */
+  operationId?: string;
+  /** The answer is a list page: `{ data: [response…], has_more }` rather than `{ data: response }`. */
+  list?: boolean;
+  /** An example of the 2xx body, for the OpenAPI document. */
+  example?: unknown;
   auth: 'public' | 'key';
   /**
    * Public routes whose sender proves who it is: checks the proof, then charges the sender's own budget

@@ -22,7 +22,7 @@ function loadNative(): typeof Uws {
 }
 
 export const uws = loadNative();
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from 'uWebSockets.js';
 
 /** True when `uws` is the compiled addon rather than a JavaScript fallback. */
 export function isNativeUws(module: typeof Uws = uws): boolean {

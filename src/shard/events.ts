@@ -28,6 +28,8 @@ import type {
   Wallet,
 } from './state.ts';
 import { collectionDue, expiresUnpaid } from './state.ts';
+import { eventBody, noteEntries, noteResource } from './list-notes.ts';
+import type { Hold } from '../ledger/ledger.ts';
 
 export type CustomerPatch = Partial<Pick<Customer, 'name' | 'email' | 'phone' | 'tier' | 'kycLevel' | 'pinHash'>>;
 
@@ -115,6 +117,50 @@ function touchWallets(state: PartitionState, ops: LedgerOp[], atMs: number): voi
 export const PIN_FAILURES_KEPT = 100;
 
 export function applyEvent(state: PartitionState, event: WalEvent): void {
+  const holds = holdsSettled(state, event);
+  applyOne(state, event);
+  noteListed(state, event, holds);
+}
+
+/** The holds a ledger event's commits settle, read before the event removes them (its statement entries). */
+function holdsSettled(state: PartitionState, event: WalEvent): Array<Hold | undefined> | null {
+  if (!state.listed.on || event.t !== 'ledger') return null;
+  return event.ops.map((op) => (op.op === 'commit' ? state.ledger.holds.get(op.id) : undefined));
+}
+
+/** Notes what an applied event changed for the lists (list-notes.ts), on replay as live. */
+function noteListed(state: PartitionState, event: WalEvent, holds: Array<Hold | undefined> | null): void {
+  if (!state.listed.on) return;
+  switch (event.t) {
+    case 'customer.created':
+      return noteResource(state, 'customer', { ...event.customer, customerId: event.customer.id });
+    case 'txn.created':
+    case 'txn.moved':
+      return noteResource(state, 'transaction', state.transactions.get(event.t === 'txn.created' ? event.txn.id : event.id));
+    case 'payment.created':
+    case 'payment.moved':
+      return noteResource(state, 'payment', state.payments.get(event.t === 'payment.created' ? event.payment.id : event.id));
+    case 'transfer.created':
+    case 'transfer.moved':
+      return noteResource(state, 'transfer', state.transfers.get(event.t === 'transfer.created' ? event.transfer.id : event.id));
+    case 'order.created':
+    case 'order.moved':
+      return noteResource(state, 'order', state.orders.get(event.t === 'order.created' ? event.order.id : event.id));
+    case 'beneficiary.created':
+      return noteResource(state, 'beneficiary', event.beneficiary);
+    case 'outbox.added': {
+      const customerId = event.event.data.customer_id;
+      state.listed.row({ kind: 'event', id: event.event.id, owner: event.event.owner, customerId: typeof customerId === 'string' ? customerId : null, status: event.event.type, body: eventBody(event.event) });
+      return;
+    }
+    case 'ledger':
+      return noteEntries(state, event.ops, event.atMs, holds ?? []);
+    default:
+      return;
+  }
+}
+
+function applyOne(state: PartitionState, event: WalEvent): void {
   switch (event.t) {
     case 'customer.created':
       assert(!state.customers.has(event.customer.id), 'apply: customer exists');

@@ -5,6 +5,8 @@
 // Invariant: an entity leaves the heap only with a cold row of exactly its final state.
 import type { ColdRow, IdemChange } from '../store/shard-store.ts';
 import type { DueChange } from '../store/due-log.ts';
+import { ENTRIES_PER_RECORD_MAX, type EntryChange, type ListChange } from '../store/list-index.ts';
+import assert from 'node:assert/strict';
 import type { EntityTable } from './entity-table.ts';
 import { entityTables, type PartitionState } from './state.ts';
 
@@ -17,6 +19,11 @@ export class Passivation {
   private readonly noted = new Map<EntityTable<unknown>, Noted>();
   private readonly idem: IdemChange[] = [];
   private readonly due: DueChange[] = [];
+  private readonly list: ListChange[] = [];
+  private readonly entries: EntryChange[] = [];
+  /** The LSN of the last entries taken and how many it gave (one record can be noted in several calls). */
+  private entryLsn = -1;
+  private entryRank = 0;
   private readonly states = new Set<PartitionState>();
 
   /**
@@ -43,6 +50,16 @@ export class Passivation {
       this.idem.push(inLog ? { lsn, partition: state.partition, op, inLog } : { lsn, partition: state.partition, op });
     }
     for (const op of state.due.drain()) this.due.push({ lsn, partition: state.partition, op: op.op, entry: op.entry });
+    const listed = state.listed.drain();
+    for (const row of listed.rows) this.list.push({ ...row, lsn });
+    if (listed.entries.length > 0 && this.entryLsn !== lsn) {
+      this.entryLsn = lsn;
+      this.entryRank = 0;
+    }
+    for (const entry of listed.entries) {
+      assert(this.entryRank < ENTRIES_PER_RECORD_MAX, 'passivate: too many ledger entries in one record');
+      this.entries.push({ ...entry, lsn, seq: lsn * ENTRIES_PER_RECORD_MAX + this.entryRank++ });
+    }
     this.states.add(state);
   }
 
@@ -53,14 +70,14 @@ export class Passivation {
   }
 
   get empty(): boolean {
-    return this.noted.size === 0 && this.idem.length === 0 && this.due.length === 0;
+    return this.noted.size === 0 && this.idem.length === 0 && this.due.length === 0 && this.list.length === 0 && this.entries.length === 0;
   }
 
   /**
    * The cold rows and idempotency changes to write with the batch. Finished entities leave the heap
    * now (the write follows at once; if it fails the shard stops and recovery rebuilds the heap).
    */
-  take(): { cold: ColdRow[]; idem: IdemChange[]; due: DueChange[] } {
+  take(): { cold: ColdRow[]; idem: IdemChange[]; due: DueChange[]; list: ListChange[]; entries: EntryChange[] } {
     const cold: ColdRow[] = [];
     for (const [table, noted] of this.noted) {
       for (const [id, lsn] of noted.ids) {
@@ -71,7 +88,7 @@ export class Passivation {
       }
     }
     this.noted.clear();
-    return { cold, idem: this.idem.splice(0), due: this.due.splice(0) };
+    return { cold, idem: this.idem.splice(0), due: this.due.splice(0), list: this.list.splice(0), entries: this.entries.splice(0) };
   }
 
   /** After the commit: the idempotency records are in the shard file; the heap lets them go. */

@@ -7,7 +7,7 @@ import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { EventEmitter } from 'node:events';
 import { inspect } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import type { Command, IndexMessage, MainToShard, ShardToMain, WalletUpdate } from './protocol.ts';
+import type { Command, IndexMessage, ListAnswer, MainToShard, ShardListQuery, ShardToMain, WalletUpdate } from './protocol.ts';
 import { ForwardGate } from './forward-gate.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
@@ -116,6 +116,7 @@ export class ShardPool {
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
   private readonly pingWaiters = new Map<number, () => void>();
+  private readonly listWaiters = new Map<number, (answer: ListAnswer) => void>();
   private nextN = 1;
   /** Cross-shard steps, held while an online backup takes its cut. */
   private readonly forwards = new ForwardGate((cmd) => this.send(cmd));
@@ -184,6 +185,10 @@ export class ShardPool {
         this.inFlight[waiter.shard]! -= 1;
         waiter.resolve(item.reply);
       }
+    } else if (message.type === 'list.page') {
+      const { type: _type, n, ...answer } = message;
+      this.listWaiters.get(n)?.(answer);
+      this.listWaiters.delete(n);
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
       this.snapshotWaiters.delete(message.n);
@@ -298,6 +303,26 @@ export class ShardPool {
     this.pending.delete(n);
     this.inFlight[waiter.shard]! -= 1;
     waiter.resolve({ status: 500, error: { code: 'INTERNAL', message: 'The command could not be handed to its shard.' } });
+  }
+
+  /** Asks each of `shards` for its part of a list (null: every shard); the answers come in that order. */
+  list(query: ShardListQuery, shards: readonly number[] | null = null): Promise<ListAnswer[]> {
+    const asked = shards ?? this.workers.map((_, shard) => shard);
+    if (this.stopping) return Promise.resolve(asked.map(() => ({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message: 'The server is stopping.' } })));
+    return Promise.all(
+      asked.map((shard) => {
+        const n = this.nextN++;
+        return new Promise<ListAnswer>((resolve) => {
+          this.listWaiters.set(n, resolve);
+          this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
+        });
+      }),
+    );
+  }
+
+  /** The shard that owns a partition. */
+  shardOfPartition(partition: number): number {
+    return shardOf(partition, this.options.shards);
   }
 
   broadcastClock(owner: string, offsetMs: number): void {

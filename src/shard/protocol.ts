@@ -6,6 +6,7 @@ import type { DueEntry } from '../store/due-log.ts';
 import type { OutboxEvent, Owner, StoredReply, Tier } from './state.ts';
 import type { ValidationSnapshot } from '../catalogue/services-recipient.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
+import type { EntryQuery, ListQuery } from '../store/list-index.ts';
 
 export interface CommandBase {
   owner: Owner;
@@ -174,5 +175,21 @@ export interface OutboxMessage {
 export type PingMessage = { type: 'ping'; n: number };
 export type PongMessage = { type: 'pong'; n: number };
 
-export type ShardToMain = ShardMetricsMessage | PongMessage | ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, packedAt: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
-export type MainToShard = PingMessage | CommandMessage | { type: 'snapshot'; n: number } | { type: 'stop' };
+/** What a list asks one shard: a page of rows, a page of a wallet's entries, or one event by id. */
+export type ShardListQuery = { nowMs: number; customerScope: string | null } & (
+  | { what: 'rows'; q: ListQuery }
+  | { what: 'entries'; owner: string; q: EntryQuery }
+  | { what: 'event'; owner: string; id: string }
+);
+
+/** A shard's part of a list: rows in the query's order, each with its sort key and its JSON. */
+export interface ListAnswer {
+  rows: Array<{ key: string; json: string }>;
+  error?: { status: number; code: string; message: string };
+}
+
+export type ListMessage = { type: 'list'; n: number; query: ShardListQuery };
+export type ListPageMessage = { type: 'list.page'; n: number } & ListAnswer;
+
+export type ShardToMain = ListPageMessage | ShardMetricsMessage | PongMessage | ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, packedAt: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
+export type MainToShard = PingMessage | CommandMessage | ListMessage | { type: 'snapshot'; n: number } | { type: 'stop' };

@@ -28,7 +28,8 @@ import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
-import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
+import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS, LIST_PENDING_ROWS_MAX } from '../store/derived-rows.ts';
+import { answerList } from './list-pages.ts';
 import { startSweeps } from './sweeps.ts';
 import { crashPoints } from './crash-points.ts';
 
@@ -244,7 +245,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       crashAt('log.appended');
       gate.committedOne();
     }
-    if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX) scheduleDerivedWrite();
+    if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX || store.listPending > LIST_PENDING_ROWS_MAX) scheduleDerivedWrite();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
     recordsSinceSnapshot += records.length;
@@ -285,7 +286,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       derivedWriteScheduled = false;
       if (closed) return;
       writeDerived(DERIVED_SLICE_ROWS);
-      if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX / 2) scheduleDerivedWrite();
+      if (store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX / 2 || store.listPending > LIST_PENDING_ROWS_MAX / 2) scheduleDerivedWrite();
     });
   }
 
@@ -395,6 +396,16 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         for (const item of message.items) queue.push(item);
         scheduleFlush();
         return;
+      case 'list': {
+        // Read between batches (what earlier commits made), answered once those commits are durable.
+        if (closed) {
+          post({ type: 'list.page', n: message.n, rows: [], error: { status: 503, code: 'UNAVAILABLE', message: 'The shard is stopping.' } });
+          return;
+        }
+        const answer = answerList(message.query, { store, states, read: (cmd) => execute(contextFor(cmd), cmd).reply });
+        gate.afterCommits({ replies: [], outbox: [], freed: [], effects: [], done: () => post({ type: 'list.page', n: message.n, ...answer }) });
+        return;
+      }
       case 'clock':
         clockOffsets.set(message.owner, message.offsetMs);
         clockTimers.clockMoved(message.owner);

@@ -12,6 +12,7 @@ import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type { OrderStatus } from '../../machines/order.machine.ts';
 import type { DueEntry } from '../store/due-log.ts';
 import { DueIndex } from './due-index.ts';
+import { ListNotes } from './list-queue.ts';
 import type { EventType } from '../schemas/event-type.schema.ts';
 
 /** `test:acme` or `live:acme`: the account and environment a resource belongs to. */
@@ -371,6 +372,8 @@ export interface PartitionState {
    * keeps their views (GET /v1/wallets/{id} without a shard hop) and hears of each change once durable.
    */
   walletsChanged: Set<string>;
+  /** What applied events mean for the shard file's list index, until the group commit takes it. */
+  listed: ListNotes;
 }
 
 /**
@@ -436,6 +439,7 @@ export function emptyPartition(partition: number, tiers: PartitionTiers | null =
     ledger: emptyLedger(),
     due: new DueIndex(tiers !== null),
     walletsChanged: new Set(),
+    listed: new ListNotes(tiers !== null),
   };
 }
 

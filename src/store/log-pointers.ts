@@ -57,7 +57,7 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(change.op.record.scope)}`) && record.includes(`"json":${JSON.stringify(change.op.record.json)}`);
     return inLog ? { ...change, inLog: true as const } : change;
   });
-  return { cold, idem, due: derived.due };
+  return { ...derived, cold, idem };
 }
 
 /** Rows pointing into the records of a log segment about to be dropped take their bodies from them. */

@@ -16,6 +16,7 @@ import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
 import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
 import { createdInLog, fillFromLog, pointIntoLog, storedInLog } from './log-pointers.ts';
+import { LIST_SQL, ListIndex, type EntryChange, type EntryQuery, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
@@ -32,6 +33,8 @@ function withoutBodies(derived: DerivedBatch): DerivedBatch {
       return { ...change, op: { op: 'put', record } };
     }),
     due: derived.due,
+    ...(derived.list === undefined ? {} : { list: derived.list }),
+    ...(derived.entries === undefined ? {} : { entries: derived.entries }),
   };
 }
 
@@ -87,6 +90,8 @@ export class ShardStore implements ColdReader {
   readonly cold: ColdTable;
   /** Waiting sandbox collections by expiry (the sweep's index). */
   readonly due: DueLog;
+  /** List rows and wallet ledger entries (null: a read-only open of a file from before lists). */
+  readonly lists: ListIndex | null;
   /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
   private readonly idemLogged: boolean;
   private readonly journalFile: string;
@@ -110,6 +115,7 @@ export class ShardStore implements ColdReader {
           body BLOB NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (partition, lsn));
         ${IDEM_LOG_SQL}
         ${DUE_SQL}
+        ${LIST_SQL}
       `);
       IdemLog.addChecksums(this.db);
       this.migrateIdem();
@@ -127,6 +133,8 @@ export class ShardStore implements ColdReader {
     const last = this.wal.last();
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
     this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
+    const listed = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'list_rows'").get() !== undefined;
+    this.lists = listed ? new ListIndex(this.db) : null;
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
@@ -180,7 +188,40 @@ export class ShardStore implements ColdReader {
     const pointed = pointIntoLog(this.wal, derived);
     this.cold.write(pointed.cold);
     this.due.apply(pointed.due);
+    this.lists?.apply(pointed.list ?? [], pointed.entries ?? []);
     return this.applyIdem(pointed.idem);
+  }
+
+  /**
+   * A page of list rows: the index's range merged with the rows still waiting in memory (a waiting row
+   * is newer than the index's row of the same id). The index is asked for `rows` plus the waiting rows
+   * of that owner and kind, so the rows a waiting one replaces never leave the page short.
+   */
+  listPage(q: ListQuery): ListRow[] {
+    const waiting = this.pending.listWaiting(q.owner, q.kind);
+    const indexed = this.lists === null ? [] : this.lists.page({ ...q, rows: q.rows + waiting.size }).filter((row) => !waiting.has(row.id));
+    const merged = [...indexed, ...this.pending.listMatching(q)];
+    merged.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) * (q.order === 'desc' ? 1 : -1));
+    return merged.slice(0, q.rows);
+  }
+
+  /** One list row by id (an event), waiting or indexed. */
+  listRow(owner: string, kind: ListKind, id: string): ListRow | undefined {
+    return this.pending.listWaiting(owner, kind).get(id) ?? this.lists?.row(owner, kind, id);
+  }
+
+  /** A page of a wallet's ledger entries: the index's range merged with the waiting ones. */
+  entriesPage(q: EntryQuery): EntryChange[] {
+    const indexed = this.lists === null ? [] : this.lists.entries(q);
+    const seen = new Set(indexed.map((e) => e.seq));
+    const merged = [...indexed, ...this.pending.entriesMatching(q).filter((e) => !seen.has(e.seq))];
+    merged.sort((a, b) => (b.seq - a.seq) * (q.order === 'desc' ? 1 : -1));
+    return merged.slice(0, q.rows);
+  }
+
+  /** List rows and entries waiting to be written (the runtime writes them past LIST_PENDING_ROWS_MAX). */
+  get listPending(): number {
+    return this.pending.listRows;
   }
 
   /** Rows waiting to be written. */
@@ -386,6 +427,7 @@ export class ShardStore implements ColdReader {
     this.cold.cutFrom(lsn);
     this.idem.cutFrom(lsn);
     this.due.cutFrom(lsn);
+    this.lists?.cutFrom(lsn);
     this.nextLsn = Math.max(this.wal.last().lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return cut;
   }

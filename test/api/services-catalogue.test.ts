@@ -183,12 +183,13 @@ describe('GET /v1/services/{code}', () => {
 });
 
 describe('routing beside the order endpoints', () => {
-  it('GET /v1/services/quote and /v1/services/orders (POST-only) → 405 METHOD_NOT_ALLOWED with Allow: POST, not a service lookup', async () => {
-    for (const path of ['/v1/services/quote', '/v1/services/orders']) {
-      const res = await api('GET', path);
-      assert.equal(res.status, 405, `${path}: ${JSON.stringify(res.body)}`);
-      assert.equal(res.headers.get('allow'), 'POST', path);
-    }
+  it('GET /v1/services/quote (POST-only) → 405 with Allow: POST; GET /v1/services/orders → the orders list; neither is a service lookup', async () => {
+    const quote = await api('GET', '/v1/services/quote');
+    assert.equal(quote.status, 405, JSON.stringify(quote.body));
+    assert.equal(quote.headers.get('allow'), 'POST');
+    const orders = await api('GET', '/v1/services/orders');
+    assert.equal(orders.status, 200, JSON.stringify(orders.body));
+    assert.ok(Array.isArray(orders.body.data) && typeof orders.body.has_more === 'boolean', JSON.stringify(orders.body));
   });
 });
 
