@@ -25,7 +25,9 @@ export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'se
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': CONSOLE_CSP,
   'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with a form POST, which the
+  // Origin check must refuse; other sites still learn nothing of console URLs.
+  'Referrer-Policy': 'same-origin',
   'X-Frame-Options': 'DENY',
   'Cache-Control': 'no-store',
 };
