@@ -4,7 +4,8 @@ export const CONSOLE_CSS = `
 :root{--bg:#f6f7f9;--panel:#fff;--ink:#1b1f24;--muted:#6a7280;--line:#e3e6ea;--accent:#0f6d5f;--accent-ink:#fff;
 --ok:#0f7a3d;--ok-bg:#e5f5ea;--bad:#b42318;--bad-bg:#fdecea;--warn:#9a5b00;--warn-bg:#fff4de;--info:#1f5fa8;--info-bg:#e8f0fb;
 font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Ubuntu,sans-serif;color:var(--ink);background:var(--bg)}
-*{box-sizing:border-box}body{margin:0;display:flex;min-height:100vh}
+*{box-sizing:border-box}body{margin:0;display:flex;min-height:100vh;background:linear-gradient(to right,#14201d 220px,var(--bg) 220px)}
+body.bare{background:var(--bg)}
 body.bare{justify-content:center;align-items:flex-start;padding-top:10vh}
 a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
 nav.side{width:220px;flex:none;background:#14201d;color:#d7e2de;padding:18px 14px;display:flex;flex-direction:column;gap:14px;position:sticky;top:0;height:100vh}
@@ -13,16 +14,16 @@ nav.side a{color:#d7e2de}.brand{font-weight:700;font-size:18px;display:flex;alig
 nav.side ul{list-style:none;margin:0;padding:0;display:flex;flex-direction:column;gap:2px}
 nav.side li a{display:block;padding:7px 10px;border-radius:6px}nav.side li a:hover{background:#22332f;text-decoration:none}
 nav.side li a[aria-current=page]{background:var(--accent);color:#fff}
-.who{margin-top:auto;font-size:12px;color:#a9bbb5;border-top:1px solid #2b3c37;padding-top:12px}.who code{color:#d7e2de}
+.who{margin-top:auto;font-size:12px;color:#a9bbb5;border-top:1px solid #2b3c37;padding-top:12px}.who code{color:#d7e2de;background:#22332f}
 .who form{margin-top:8px}
-main{flex:1;padding:26px 34px;max-width:1280px;min-width:0}
+main{flex:1;padding:26px 30px;max-width:1480px;min-width:0}
 body.bare main{flex:none;width:420px;background:var(--panel);border:1px solid var(--line);border-radius:12px;padding:28px;box-shadow:0 4px 24px rgba(0,0,0,.06)}
 h1{font-size:22px;margin:0 0 18px}h2{font-size:16px;margin:26px 0 10px}
 .table-wrap{background:var(--panel);border:1px solid var(--line);border-radius:10px;overflow:auto}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:9px 12px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:8px 10px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
 th{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);background:#fafbfc;font-weight:600}
 tr:last-child td{border-bottom:none}tbody tr:hover{background:#fafcfb}td.num,th.num{text-align:right}td.wrap{white-space:normal}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f0f2f4;padding:1px 5px;border-radius:4px}
+code{font:11.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f0f2f4;padding:1px 5px;border-radius:4px}
 .money{font-variant-numeric:tabular-nums;font-weight:600}.money small{font-weight:400;color:var(--muted);margin-left:4px}.money.negative{color:var(--bad)}
 .badge{display:inline-block;padding:2px 8px;border-radius:999px;font-size:12px;font-weight:600;background:var(--info-bg);color:var(--info)}
 .badge.ok{background:var(--ok-bg);color:var(--ok)}.badge.bad{background:var(--bad-bg);color:var(--bad)}.badge.warn{background:var(--warn-bg);color:var(--warn)}.badge.muted{background:#eef0f2;color:var(--muted)}
