@@ -156,9 +156,10 @@ export function customerRoutes(deps: ApiDeps): RouteDef[] {
       handle: (ctx) => createCustomer(deps, ctx),
     },
     {
-      // Beyond the contract (docs/decisions.md): find a customer by email or phone, as the list shape.
+      // Beyond the contract (docs/decisions.md): find a customer by email or phone, as the list shape. Not
+      // under /v1/customers/: PATCH /v1/customers/:id would answer there too.
       method: 'GET',
-      path: '/v1/customers/search',
+      path: '/v1/search/customers',
       summary: 'Find the customer with this email or phone (normalised as at creation): a list of zero or one',
       auth: 'key',
       family: 'customers',
@@ -230,7 +231,7 @@ const CustomerSearchQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** GET /v1/customers/search: the index names the holder; its shard answers the customer (or nothing). */
+/** GET /v1/search/customers: the index names the holder; its shard answers the customer (or nothing). */
 async function searchCustomer(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
   const email = ctx.query.get('email');
   const phone = ctx.query.get('phone');

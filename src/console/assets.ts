@@ -22,7 +22,7 @@ h1{font-size:22px;margin:0 0 18px}h2{font-size:16px;margin:26px 0 10px}
 .table-wrap{background:var(--panel);border:1px solid var(--line);border-radius:10px;overflow:auto}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:8px 10px;border-bottom:1px solid var(--line);white-space:nowrap;vertical-align:middle}
 th{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);background:#fafbfc;font-weight:600}
-tr:last-child td{border-bottom:none}tbody tr:hover{background:#fafcfb}td.num,th.num{text-align:right}td.wrap{white-space:normal}
+tr:last-child td{border-bottom:none}tbody tr:hover{background:#fafcfb}td.num,th.num{text-align:right}td.wrap{white-space:normal}td.data{max-width:460px}td.data code{word-break:break-all;white-space:normal}
 code{font:11.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f0f2f4;padding:1px 5px;border-radius:4px}
 .money{font-variant-numeric:tabular-nums;font-weight:600}.money small{font-weight:400;color:var(--muted);margin-left:4px}.money.negative{color:var(--bad)}
 .badge{display:inline-block;padding:2px 8px;border-radius:999px;font-size:12px;font-weight:600;background:var(--info-bg);color:var(--info)}

@@ -43,10 +43,10 @@ export async function keysPage(ctx: PageCtx, fresh?: { id: string; secret: strin
   const csrf = ctx.session.csrf;
   const keys = await ctx.api.get('/v1/keys');
   const columns: Column<Row>[] = [
-    { head: 'Key', cell: (r) => html`<code>${r.prefix}…</code> <span class="muted">${r.id}</span>${r.id === ctx.session.keyId ? html` <span class="badge info">this session</span>` : ''}` },
+    { head: 'Key', cell: (r) => html`<code>${r.prefix}…</code>${r.id === ctx.session.keyId ? html` <span class="badge info">this session</span>` : ''}<br><small class="muted">${r.id}</small>` },
     { head: 'Label', cell: (r) => String(r.label ?? '') },
     { head: 'Scopes', cell: (r) => (Array.isArray(r.scopes) ? r.scopes.join(', ') : '') },
-    { head: 'Customer', cell: (r) => (r.customer_id === null ? html`<span class="muted">account</span>` : code(r.customer_id)) },
+    { head: 'Acts for', cell: (r) => (r.customer_id === null ? html`<span class="muted">the account</span>` : html`<a href="/console/customers/${String(r.customer_id)}" title="${String(r.customer_id)}">customer <code>…${String(r.customer_id).slice(-8)}</code></a>`) },
     { head: 'Status', cell: (r) => badge(r.status) },
     { head: 'Created', cell: (r) => when(r.created_at) },
     { head: 'Expires', cell: (r) => when(r.expires_at) },

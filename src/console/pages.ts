@@ -4,6 +4,9 @@
 import { ApiClient, errorMessage, rowsOf, type ApiAnswer } from './api-client.ts';
 import { badge, code, form, html, money, pager, table, when, type Column, type Html } from './html.ts';
 import type { Session } from './session.ts';
+import { ORDER_STATUSES } from '../../machines/order.machine.ts';
+import { PAYMENT_STATUSES } from '../../machines/payment.machine.ts';
+import { TRANSFER_STATUSES } from '../../machines/transfer.machine.ts';
 
 export interface PageCtx {
   api: ApiClient;
@@ -54,7 +57,8 @@ function statusFilter(path: string, query: URLSearchParams, statuses: readonly s
 <button type="submit" class="ghost">Filter</button></form>`;
 }
 
-const customerLink = (id: unknown): Html => (typeof id === 'string' ? html`<a href="/console/customers/${id}"><code>${id}</code></a>` : code(null));
+/** A customer in a table: the id's last characters (the whole id on hover), linking to its page. */
+const customerLink = (id: unknown): Html => (typeof id === 'string' ? html`<a href="/console/customers/${id}" title="${id}"><code>…${id.slice(-8)}</code></a>` : code(null));
 
 const CUSTOMER_COLUMNS: readonly Column<Row>[] = [
   { head: 'Name', cell: (r) => html`<a href="/console/customers/${String(r.id)}">${r.name}</a>` },
@@ -77,7 +81,7 @@ export async function customersPage(ctx: PageCtx): Promise<PageResult> {
     return { title: 'Customers', section: 'customers', body: html`${finder}<div class="empty"><p>No customer with id <code>${q}</code> in this account.</p></div>` };
   }
   const search = new URLSearchParams(q.includes('@') ? { email: q } : { phone: q });
-  const answer = await ctx.api.get('/v1/customers/search', search);
+  const answer = await ctx.api.get('/v1/search/customers', search);
   if (answer.status !== 200) return { title: 'Customers', section: 'customers', body: html`${finder}${failure(answer)}` };
   return { title: 'Customers', section: 'customers', body: html`${finder}${table(rowsOf(answer).rows, CUSTOMER_COLUMNS, `No customer with ${q.includes('@') ? 'email' : 'phone'} ${q}.`)}` };
 }
@@ -133,7 +137,7 @@ const PAYMENT_COLUMNS: readonly Column<Row>[] = [
 ];
 
 export async function paymentsPage(ctx: PageCtx): Promise<PageResult> {
-  const statuses = ['pending', 'processing', 'completed', 'failed', 'cancelled'];
+  const statuses = PAYMENT_STATUSES;
   const body = html`${statusFilter('/console/payments', ctx.query, statuses)}${await listing(ctx, '/v1/payments', '/console/payments', PAYMENT_COLUMNS, 'No payments match.')}`;
   return { title: 'Payments', section: 'payments', body };
 }
@@ -148,7 +152,7 @@ export async function transfersPage(ctx: PageCtx): Promise<PageResult> {
     { head: 'Fee', cell: (r) => money(r.fee_minor, r.currency), className: 'num' },
     { head: 'Destination', cell: (r) => money(r.destination_amount_minor, r.destination_currency), className: 'num' },
   ];
-  const statuses = ['pending', 'processing', 'completed', 'failed', 'unknown', 'cancelled'];
+  const statuses = TRANSFER_STATUSES;
   const body = html`${statusFilter('/console/transfers', ctx.query, statuses)}${await listing(ctx, '/v1/transfers', '/console/transfers', columns, 'No transfers match.')}`;
   return { title: 'Transfers', section: 'transfers', body };
 }
@@ -176,18 +180,24 @@ export async function ordersPage(ctx: PageCtx): Promise<PageResult> {
         : html`<span class="muted">—</span>`),
     },
   ];
-  const statuses = ['pending', 'awaiting_payment', 'fulfilling', 'manual_fulfilment', 'unknown', 'retry_required', 'completed', 'failed', 'refund_pending', 'refunded', 'cancelled'];
+  const statuses = ORDER_STATUSES;
   const hint = html`<p class="subtitle">Orders held for manual fulfilment, or unknown after a rail timeout, can be resolved here: <strong>Delivered</strong> completes the order; <strong>Failed</strong> fails it and gives its money back.</p>`;
   const body = html`${hint}${statusFilter('/console/orders', ctx.query, statuses)}${await listing(ctx, '/v1/services/orders', '/console/orders', columns, 'No service orders match.')}`;
   return { title: 'Service orders', section: 'orders', body };
 }
 
+function eventAmount(data: unknown): Html {
+  const d = (typeof data === 'object' && data !== null ? data : {}) as Row;
+  return typeof d.amount_minor === 'number' ? money(d.amount_minor, d.currency) : html`<span class="muted">—</span>`;
+}
+
 export async function eventsPage(ctx: PageCtx): Promise<PageResult> {
   const columns: Column<Row>[] = [
     { head: 'Occurred', cell: (r) => when(r.occurred_at) },
-    { head: 'Type', cell: (r) => badge(r.event_type) },
+    { head: 'Type', cell: (r) => html`<strong>${r.event_type}</strong>` },
     { head: 'Event', cell: (r) => code(r.id) },
-    { head: 'Data', cell: (r) => html`<code>${JSON.stringify(r.data ?? {}).slice(0, 140)}</code>`, className: 'wrap' },
+    { head: 'Amount', cell: (r) => eventAmount(r.data), className: 'num' },
+    { head: 'Data', cell: (r) => html`<code>${JSON.stringify(r.data ?? {}).slice(0, 160)}</code>`, className: 'wrap data' },
   ];
   const type = ctx.query.get('type') ?? '';
   const filter = html`<form method="get" action="/console/events" class="toolbar"><label>Event type<input name="type" value="${type}" placeholder="payment.completed"></label><button type="submit" class="ghost">Filter</button></form>`;
