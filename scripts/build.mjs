@@ -4,6 +4,7 @@
 // Invariant: dist/worker-entry.mjs sits beside dist/main.js, where the pool looks for its worker.
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { build } from 'esbuild';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -29,7 +30,19 @@ function stale() {
 
 if (process.argv.includes('--if-stale') && !stale()) process.exit(0);
 
+/** The commit being built, for kobo_build_info; '' outside a git clone (a tarball) or without git. */
+function commitOf() {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
+    return /^[0-9a-f]+$/.test(head) ? `${head}${dirty ? '-dirty' : ''}` : '';
+  } catch {
+    return '';
+  }
+}
+
 const common = {
+  define: { KOBO_BUILD_COMMIT: JSON.stringify(commitOf()) },
   bundle: true,
   platform: 'node',
   format: 'esm',

@@ -26,6 +26,7 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { IdempotencyIndex } from './http/idempotency.ts';
 import { Router } from './http/router.ts';
 import { HttpServer } from './http/server.ts';
+import { TrustProxy } from './http/trust-proxy.ts';
 import { FrontIdempotencyStore } from './http/idempotency-store.ts';
 import { CustomerIndex } from './api/customer-index.ts';
 import { SandboxClocks } from './api/clocks.ts';
@@ -54,6 +55,7 @@ import { opsRoutes } from './ops/routes.ts';
 import { renderDocsPage } from './ops/docs-page.ts';
 import { consoleRoutes } from './console/routes.ts';
 import type { Logging } from './ops/logger.ts';
+import { BUILD_INFO } from './ops/build-info.ts';
 
 export interface RunningApp {
   port: number;
@@ -224,6 +226,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   const control = new ControlStore(config.dataDir);
   const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
   const clocks = new SandboxClocks(control);
+  const nowMsOf = (owner: string): number => Date.now() + clocks.offsetOf(owner);
   const idempotency = new IdempotencyIndex();
   const webhookStore = new WebhookStore(config.dataDir);
   // Bound late: the dispatcher acknowledges through the pool, and the pool hands it the outbox.
@@ -236,6 +239,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   const shardsInline = config.shardMode === 'inline' || (config.shardMode === 'auto' && os.availableParallelism() === 1);
   const walletViews = new WalletViews(WALLET_VIEWS_MAX);
   metrics.walletViews(walletViews);
+  metrics.buildInfo(BUILD_INFO);
+  metrics.webhookBacklog(() => webhookStore.backlog(nowMsOf));
   pool = new ShardPool({
     shards: config.shards,
     inline: shardsInline,
@@ -276,7 +281,6 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
       process.exit(70);
     },
   });
-  const nowMsOf = (owner: string): number => Date.now() + clocks.offsetOf(owner);
   dispatcher = new Dispatcher({
     store: webhookStore,
     nowMsOf,
@@ -287,6 +291,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     tickMs: config.webhookTickMs,
     urlPolicy: { livePorts: config.webhookLivePorts },
     log,
+    warn: logging?.warn ?? log,
     onAttempt: (outcome) => {
       metrics.webhook(outcome);
       debug(`webhook attempt: ${outcome}`);
@@ -370,9 +375,10 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     // Without a structured logger (benches, embedding) the stack is kept in the line itself.
     log: (message, fields) => (logging === undefined ? log(`${message}\n${(fields?.err as Error | undefined)?.stack ?? ''}`) : logging.error(message, fields?.err, fields)),
     wantsIp: () => logging?.logger.isLevelEnabled('info') === true,
+    trustProxy: TrustProxy.of(config.trustProxy),
     onResponse: (done) => {
       metrics.request(done.method, done.route, done.status, done.durationMs / 1000);
-      logging?.request({ reqId: done.requestId, method: done.method, route: done.route, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip });
+      logging?.request({ reqId: done.requestId, method: done.method, route: done.route, path: done.path, status: done.status, ms: Math.round(done.durationMs * 100) / 100, ip: done.ip, keyId: done.keyId, account: done.account });
     },
   });
   eventStream = new EventStream(pool);

@@ -9,6 +9,8 @@ import { Compile } from 'typebox/compile';
 import { ConnectorSchema, loadConnectorsFile, type ConnectorConfig } from './connectors/connector-config.ts';
 import { WAL_SEGMENT_RECORDS } from './journal/log-segments.ts';
 import { fxCurrencies, supportsPair } from './catalogue/fx.ts';
+import { nearestName } from './ops/nearest-name.ts';
+import { FORWARDED_HOPS_MAX, trustEntryProblem, type TrustProxyConfig } from './http/trust-proxy.ts';
 import { parseCrashAt } from './shard/crash-points.ts';
 
 export const PARTITIONS = 64;
@@ -80,6 +82,15 @@ const ConfigSchema = Type.Object({
   drainMs: Type.Integer({ minimum: 0, maximum: 600_000 }),
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; '' = open on the listen address. */
   metricsToken: Type.String({ pattern: '^(|\\S(.*\\S)?)$', description: 'a token without leading or trailing whitespace (empty: none)' }),
+  /**
+   * Reverse proxies whose forwarding header is believed (KOBO_TRUST_PROXY: a hop count, or their
+   * addresses and CIDR blocks) and which header they write (KOBO_TRUST_PROXY_HEADER); 0 and none: off.
+   */
+  trustProxy: Type.Object({
+    hops: Type.Integer({ minimum: 0, maximum: FORWARDED_HOPS_MAX }),
+    cidrs: Type.Array(Type.String()),
+    header: Type.Union([Type.Literal('x-forwarded-for'), Type.Literal('forwarded')]),
+  }),
 });
 export type Config = Static<typeof ConfigSchema>;
 const checkConfig = Compile(ConfigSchema);
@@ -176,6 +187,32 @@ function pairBandsFrom(env: NodeJS.ProcessEnv, name: string): Array<{ pair: stri
   });
 }
 
+/**
+ * KOBO_TRUST_PROXY: unset, empty or 0 trusts no proxy; an integer from 1 to FORWARDED_HOPS_MAX trusts
+ * that many proxies in front of kobo (the peer and the hops after it); otherwise a comma-separated list
+ * of proxy addresses and CIDR blocks. KOBO_TRUST_PROXY_HEADER names the one header they write.
+ */
+function trustProxyFrom(env: NodeJS.ProcessEnv): TrustProxyConfig {
+  const raw = (env.KOBO_TRUST_PROXY ?? '').trim();
+  const headerRaw = (env.KOBO_TRUST_PROXY_HEADER ?? 'x-forwarded-for').trim().toLowerCase();
+  if (headerRaw !== 'x-forwarded-for' && headerRaw !== 'forwarded') {
+    throw new ConfigError(`config: KOBO_TRUST_PROXY_HEADER must be one of x-forwarded-for, forwarded, got "${env.KOBO_TRUST_PROXY_HEADER ?? ''}"`);
+  }
+  const header: TrustProxyConfig['header'] = headerRaw;
+  if (raw === '') return { hops: 0, cidrs: [], header };
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > FORWARDED_HOPS_MAX) throw new ConfigError(`config: KOBO_TRUST_PROXY must be a hop count from 0 to ${FORWARDED_HOPS_MAX} or a comma-separated list of proxy addresses and CIDR blocks, got "${raw}"`);
+    return { hops, cidrs: [], header };
+  }
+  const cidrs = raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  for (const entry of cidrs) {
+    const problem = trustEntryProblem(entry);
+    if (problem !== null) throw new ConfigError(`config: KOBO_TRUST_PROXY: ${problem}; give a hop count or proxy addresses and CIDR blocks`);
+  }
+  return { hops: 0, cidrs, header };
+}
+
 /** Variables whose values are never printed in a config error. */
 const SECRET_VARIABLES: ReadonlySet<string> = new Set(['KOBO_METRICS_TOKEN', 'KOBO_API_KEYS']);
 
@@ -202,6 +239,31 @@ function keysFrom(env: NodeJS.ProcessEnv): string[] {
 export function keyEntry(entry: string): { secret: string; account: string | null } {
   const at = entry.indexOf('@');
   return at < 0 ? { secret: entry, account: null } : { secret: entry.slice(0, at), account: entry.slice(at + 1) };
+}
+
+/**
+ * Every KOBO_* variable kobo reads, for the start-up warning about the others (a misspelt setting
+ * would otherwise be ignored without a word). KOBO_TEST_FROM_SOURCE and KOBO_CHROMIUM (the /docs browser
+ * test's Chromium) are read by the tests.
+ */
+export const KNOWN_VARIABLES: readonly string[] = [
+  'KOBO_API_KEYS', 'KOBO_BATCH_COMMANDS_MAX', 'KOBO_BODY_BYTES_MAX', 'KOBO_CHROMIUM', 'KOBO_COLLECTION_SWEEP_MS', 'KOBO_CONNECTORS_FILE',
+  'KOBO_DATA_DIR', 'KOBO_DRAIN_MS', 'KOBO_FX_BAND_BPS', 'KOBO_FX_PAIR_BANDS_BPS', 'KOBO_IDEMPOTENCY_RETENTION_HOURS',
+  'KOBO_IDEMPOTENCY_SWEEP_MS', 'KOBO_JSON_DEPTH_MAX', 'KOBO_JSON_MEMBERS_MAX', 'KOBO_LOG_LEVEL', 'KOBO_METRICS_TOKEN',
+  'KOBO_PIN_ATTEMPTS_MAX', 'KOBO_PIN_LOCK_MINUTES', 'KOBO_PUBLIC_URL', 'KOBO_QUOTE_SWEEP_MS', 'KOBO_RAIL_LATENCY_MS',
+  'KOBO_RATE_LIMIT_CALLBACKS_PER_MIN', 'KOBO_RATE_LIMIT_READ_PER_MIN', 'KOBO_RATE_LIMIT_WRITE_PER_MIN', 'KOBO_REQUERY_AFTER_MS',
+  'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 'KOBO_SHARDS', 'KOBO_SHARD_MODE', 'KOBO_SHARD_QUEUE_MAX', 'KOBO_SNAPSHOT_EVERY_RECORDS',
+  'KOBO_SNAPSHOT_INTERVAL_MS', 'KOBO_TEST_CRASH_AT', 'KOBO_TEST_FROM_SOURCE', 'KOBO_TRUST_PROXY', 'KOBO_TRUST_PROXY_HEADER', 'KOBO_WAL_RETAIN_RECORDS',
+  'KOBO_WAL_SEGMENT_RECORDS', 'KOBO_WEBHOOK_DISABLE_AFTER', 'KOBO_WEBHOOK_LIVE_PORTS', 'KOBO_WEBHOOK_PER_ENDPOINT_MAX',
+  'KOBO_WEBHOOK_SUBSCRIPTIONS_MAX', 'KOBO_WEBHOOK_TICK_MS', 'KOBO_WEBHOOK_TIMEOUT_MS',
+];
+
+/** KOBO_* variables set in `env` that kobo does not read, each with the known one nearest to it (or null). */
+export function unknownSettings(env: NodeJS.ProcessEnv = process.env): Array<{ name: string; nearest: string | null }> {
+  return Object.keys(env)
+    .filter((name) => name.startsWith('KOBO_') && !KNOWN_VARIABLES.includes(name))
+    .sort()
+    .map((name) => ({ name, nearest: nearestName(name, KNOWN_VARIABLES) }));
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
@@ -251,6 +313,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     logLevel: (env.KOBO_LOG_LEVEL ?? 'info') as Config['logLevel'],
     drainMs: intFrom(env, 'KOBO_DRAIN_MS', 10_000),
     metricsToken: env.KOBO_METRICS_TOKEN ?? '',
+    trustProxy: trustProxyFrom(env),
   };
   if (!checkConfig.Check(config)) {
     const first = [...checkConfig.Errors(config)][0];

@@ -2,7 +2,7 @@
 // SIGINT/SIGTERM: stop accepting, answer the requests already received (at most KOBO_DRAIN_MS),
 // snapshot every partition, exit 0. A crash loses nothing acknowledged (WAL replay).
 // Invariant: a start-up error exits non-zero with one clear line (a stack only for a bug).
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, unknownSettings, type Config } from './config.ts';
 import { startApp } from './app.ts';
 import { createLogging } from './ops/logger.ts';
 
@@ -25,6 +25,16 @@ try {
   process.exit(78); // EX_CONFIG
 }
 const logging = createLogging(config.logLevel);
+// A misspelt setting would otherwise be ignored without a word (and its default used instead).
+for (const { name, nearest } of unknownSettings()) {
+  logging.warn(`unknown setting ${name} is ignored${nearest === null ? '' : `; did you mean ${nearest}?`}`, { variable: name, nearest });
+}
+logging.info(
+  config.connectors.length === 0
+    ? 'connectors: none loaded (KOBO_CONNECTORS_FILE unset): live keys see no external rail'
+    : `connectors loaded: ${config.connectors.map((c) => `${c.name} (${c.rails.join(', ')})`).join('; ')}`,
+  { connectors: config.connectors.map((c) => ({ name: c.name, rails: c.rails })) },
+);
 // A bug that escapes (an inline shard's failed assertion or commit, which a worker would report as its
 // error) stops the process as a failed shard does: its memory is no longer trusted; a restart replays.
 process.on('uncaughtException', (error) => {
@@ -36,9 +46,10 @@ process.on('uncaughtException', (error) => {
 try {
   const app = await startApp(config, logging.info, logging);
   if (app.createdKey !== null) {
-    // Printed once, on its own line outside the JSON log: only its hash is stored.
+    // Printed once, to the terminal (stderr), never into the JSON log on stdout, which supervisors
+    // collect and keep: only its hash is stored.
     logging.flush();
-    process.stdout.write(`\n  sandbox secret key (shown once, store it now): ${app.createdKey}\n\n`);
+    process.stderr.write(`\n  sandbox secret key (shown once, store it now): ${app.createdKey}\n\n`);
   }
   logging.lifecycle(`listening on http://${config.host}:${app.port} (data ${config.dataDir}, ${app.shards} shard(s), ${app.shardMode === 'inline' ? 'inline on the main thread' : 'on worker threads'})`, { port: app.port, data_dir: config.dataDir, shards: app.shards, shard_mode: app.shardMode });
   let stopping = false;

@@ -370,7 +370,7 @@ export function serviceCatalogueRoutes(deps: ApiDeps): RouteDef[] {
     // One literal path per service code rather than /v1/services/:code, so that GET /v1/services/quote
     // and /v1/services/orders (POST-only routes) answer 405 with `Allow: POST`, not a GET 404.
     ...SERVICE_CODES.map((code): RouteDef => ({
-      ...base, method: 'GET', path: `/v1/services/${code}`, summary: `Service definition of ${code}: steps, validation, limits, country context, form schema and rules`,
+      ...base, method: 'GET', path: `/v1/services/${code}`, summary: `Retrieve the ${code.replace('_', ' ')} service definition`,
       query: ServiceCountryQuery, response: ServiceDefinition, errors: [...browseErrors, 'SERVICE_NOT_EXECUTABLE'],
       handle: perService('execute', (scope) => ok(serviceDefinition(scope.service, scope.profile)), code),
     })),

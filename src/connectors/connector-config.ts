@@ -52,11 +52,20 @@ function unknownCodeOf(c: ConnectorConfig): string | undefined {
 
 export function loadConnectorsFile(file: string): ConnectorConfig[] {
   if (file === '') return [];
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    // A missing file is the usual mistake (a wrong path, a volume not mounted): say so, not "bad JSON".
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`config: KOBO_CONNECTORS_FILE ${file} does not exist`, { cause: error });
+    throw new Error(`config: KOBO_CONNECTORS_FILE ${file} cannot be read (${code ?? (error as Error).message})`, { cause: error });
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (error) {
-    throw new Error(`config: KOBO_CONNECTORS_FILE ${file} cannot be read as JSON`, { cause: error });
+    throw new Error(`config: KOBO_CONNECTORS_FILE ${file} is not valid JSON (${(error as Error).message})`, { cause: error });
   }
   if (!checkFile.Check(parsed)) {
     const first = [...checkFile.Errors(parsed)][0];

@@ -15,6 +15,7 @@ import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { validate } from './validate.ts';
 import { writeBodyBounded } from './write-body.ts';
+import { readForwarded, type TrustProxy } from './trust-proxy.ts';
 import { jsonShapeRejection, type JsonPolicy } from './json-policy.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 
@@ -40,8 +41,10 @@ export interface ServerDeps {
    * Called once per answered request (request log, metrics); `route` is the matched template or ''.
    * `ip` is read (a getpeername call) only when `wantsIp` says the callback uses it.
    */
-  onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string }) => void;
+  onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string; keyId: string | null; account: string | null }) => void;
   wantsIp?: () => boolean;
+  /** Reverse proxies whose forwarding header names the client (KOBO_TRUST_PROXY); absent or null: none. */
+  trustProxy?: TrustProxy | null;
 }
 
 /** uWS accepts listen options after the port; its typings only show them without a host. */
@@ -66,6 +69,10 @@ interface Incoming {
    * IP-based rate limits, key allowlists and the request log need it.
    */
   ip: string | null;
+  /** The forwarding header's lines, read only when a proxy is trusted ('' otherwise or when absent). */
+  forwarded: string;
+  /** The key that authenticated the request, for the request log (its id and account, never its secret). */
+  key: KeyRecord | null;
   res: HttpResponse;
   requestId: string;
   aborted: boolean;
@@ -116,8 +123,10 @@ export class HttpServer {
   private draining = false;
   private readonly validQueries = new Map<string, URLSearchParams>();
   private drained: (() => void) | null = null;
+  private readonly trustProxy: TrustProxy | null;
 
   constructor(private readonly deps: ServerDeps) {
+    this.trustProxy = deps.trustProxy ?? null;
     this.app = uws.App();
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
@@ -200,6 +209,8 @@ export class HttpServer {
       browser: browserHeaders(req),
       signature: write ? { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') } : NO_SIGNATURE,
       ip: null,
+      forwarded: this.trustProxy === null ? '' : readForwarded(req, this.trustProxy.header),
+      key: null,
       res,
       requestId: `req_${this.bootId}${(this.requestSeq++).toString(36).padStart(8, '0')}`,
       aborted: false,
@@ -241,7 +252,10 @@ export class HttpServer {
 
   /** uWS forbids touching a finished or aborted response: `send` reads the address before ending it. */
   private ipOf(incoming: Incoming): string {
-    if (incoming.ip === null) incoming.ip = incoming.aborted ? '' : peerIp(incoming.res);
+    if (incoming.ip === null) {
+      const peer = incoming.aborted ? '' : peerIp(incoming.res);
+      incoming.ip = this.trustProxy === null || peer === '' ? peer : this.trustProxy.clientOf(peer, incoming.forwarded);
+    }
     return incoming.ip;
   }
 
@@ -264,6 +278,7 @@ export class HttpServer {
       // Failed authentications count against the source IP, so guessing keys is rate-limited too.
       return this.refusedSender(incoming, this.unauthenticated(authenticated), write, wallMs);
     }
+    incoming.key = authenticated;
     return { key: authenticated, rate: this.deps.rateLimiter.take(authenticated.id, write, wallMs) };
   }
 
@@ -513,6 +528,8 @@ export class HttpServer {
       status: reply.status,
       durationMs: performance.now() - incoming.startedMs,
       ip,
+      keyId: incoming.key?.id ?? null,
+      account: incoming.key?.account ?? null,
     });
   }
 }

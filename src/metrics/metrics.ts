@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConnectorCallSample, ShardMetricsMessage } from './shard-metrics.ts';
 import { RequestMetrics } from './request-metrics.ts';
+import type { BuildInfo } from '../ops/build-info.ts';
 
 const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
@@ -51,6 +52,44 @@ export class Metrics {
       collect() {
         this.reset();
         this.inc(views.hits);
+      },
+    });
+  }
+
+  /** kobo_build_info: always 1, labelled with the version, the Node version and the commit built. */
+  buildInfo(info: BuildInfo): void {
+    new Gauge({ name: 'kobo_build_info', help: 'Always 1: what this server is (version, Node version, commit dist/ was built from, or unknown).', labelNames: ['version', 'node_version', 'commit'] as const, registers: [this.registry] })
+      .set({ version: info.version, node_version: info.nodeVersion, commit: info.commit }, 1);
+  }
+
+  /** The webhook backlog, read at scrape time: pending deliveries and the oldest one's age, by subscription status. */
+  webhookBacklog(read: () => ReadonlyArray<{ subscriptionStatus: string; pending: number; oldestAgeMs: number }>): void {
+    type Rows = ReturnType<typeof read>;
+    // Both gauges are collected in the same turn of one scrape: one query serves the two.
+    let turn: Rows | null = null;
+    const rows = (): Rows => {
+      if (turn === null) {
+        turn = read();
+        setImmediate(() => (turn = null));
+      }
+      return turn;
+    };
+    new Gauge({
+      name: 'kobo_webhook_backlog_deliveries',
+      help: 'Webhook deliveries pending (not yet delivered nor failed for good), by subscription status (a disabled subscription\'s wait for an operator).',
+      labelNames: ['subscription_status'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const row of rows()) this.set({ subscription_status: row.subscriptionStatus }, row.pending);
+      },
+    });
+    new Gauge({
+      name: 'kobo_webhook_oldest_pending_age_seconds',
+      help: 'Age of the oldest pending webhook delivery (0 when none), on its owner\'s clock, by subscription status.',
+      labelNames: ['subscription_status'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const row of rows()) this.set({ subscription_status: row.subscriptionStatus }, row.oldestAgeMs / 1000);
       },
     });
   }

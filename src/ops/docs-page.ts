@@ -1,6 +1,20 @@
-// GET /docs: the API reference as one self-contained HTML page, rendered at start from the same
-// OpenAPI document /v1/openapi.json serves. Main thread. No script, no CDN, no external asset: it works
-// offline and behind any firewall. Invariant: every path and method of the document appears once.
+// GET /docs: the API reference. Redoc's standalone bundle (npm package redoc, served by kobo itself from
+// node_modules at /docs/redoc.standalone.js) renders /v1/openapi.json grouped by tag, with search, examples
+// and a curl sample per operation; a plain listing inside <noscript> serves readers without JavaScript.
+// Main thread, rendered at start. Invariant: no external asset: the page works offline under DOCS_CSP.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+
+/** Only this server's own script, document and blob workers (Redoc's search); styles inline (Redoc injects them). */
+export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const REDOC_BUNDLE_PATH = '/docs/redoc.standalone.js';
+
+let bundle: string | undefined;
+/** The Redoc bundle from node_modules (a dependency), read on first request and kept. */
+export function redocBundle(): string {
+  bundle ??= fs.readFileSync(createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'), 'utf8');
+  return bundle;
+}
 
 interface Schema {
   $ref?: string;
@@ -101,28 +115,39 @@ ${body === undefined ? '' : `<h4>Body (application/json)</h4>${fields(body) || `
 <h4>Responses</h4><ul>${responses.join('')}</ul></section>`;
 }
 
-export function renderDocsPage(document: object): string {
+/** The static listing: every operation with its parameters, body fields and responses, no script. */
+function staticListing(document: object): string {
   const doc = document as Document;
   components = doc.components?.schemas ?? {};
   const title = `${doc.info?.title ?? 'kobo API'} ${doc.info?.version ?? ''}`.trim();
   const operations: Array<[string, string, Operation]> = [];
   for (const [path, methods] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(methods)) operations.push([method, path, op]);
   const toc = operations.map(([method, path]) => `<li><a href="#${`${method}-${path}`.replace(/[^A-Za-z0-9]+/g, '-')}">${method.toUpperCase()} ${escape(path)}</a></li>`).join('');
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)} — API reference</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;margin:0;display:flex;color:#1d2330}
-nav{width:330px;height:100vh;overflow:auto;position:sticky;top:0;background:#f4f5f7;padding:12px;box-sizing:border-box;font-size:13px}
-nav ul{list-style:none;padding:0}main{flex:1;padding:16px 32px;max-width:960px}
-section{border-top:1px solid #dde;padding:8px 0}code{font:13px ui-monospace,monospace}
+  return `<style>
+.static{font:15px/1.5 system-ui,sans-serif;display:flex;color:#1d2330}
+.static nav{width:330px;height:100vh;overflow:auto;position:sticky;top:0;background:#f4f5f7;padding:12px;box-sizing:border-box;font-size:13px}
+.static nav ul{list-style:none;padding:0}.static main{flex:1;padding:16px 32px;max-width:960px}
+.static section{border-top:1px solid #dde;padding:8px 0}.static code{font:13px ui-monospace,monospace}
 .m{display:inline-block;min-width:56px;text-align:center;border-radius:4px;color:#fff;font-size:12px;padding:2px 4px}
 .get{background:#2f7d32}.post{background:#1565c0}.patch{background:#8e5b00}.auth{color:#667;font-size:13px}
-</style></head><body>
+</style><div class="static">
 <nav><b>${escape(title)}</b><p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a></p><ul>${toc}</ul></nav>
 <main><h1>${escape(title)}</h1>
 <p>Every error is <code>{"error":{"code","message","request_id"}}</code>; every response carries <code>X-Request-Id</code>.
 Money-moving POSTs need an <code>Idempotency-Key</code> header.</p>
 ${operations.map(([method, path, op]) => operationHtml(method, path, op)).join('\n')}
-</main></body></html>`;
+</main></div>`;
+}
+
+export function renderDocsPage(document: object): string {
+  const doc = document as Document;
+  const title = `${doc.info?.title ?? 'kobo API'} ${doc.info?.version ?? ''}`.trim();
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)} — API reference</title><link rel="icon" href="data:,">
+</head><body style="margin:0">
+<redoc spec-url="/v1/openapi.json" expand-responses="200,201" json-sample-expand-level="3" required-props-first="true" hide-hostname="true" path-in-middle-panel="true"></redoc>
+<noscript>${staticListing(document)}</noscript>
+<script src="${REDOC_BUNDLE_PATH}"></script>
+</body></html>`;
 }

@@ -32,6 +32,9 @@ export interface RequestLine {
   status: number;
   ms: number;
   ip: string;
+  /** The authenticated key's id and account (null before or without authentication); never its secret. */
+  keyId: string | null;
+  account: string | null;
 }
 
 /**
@@ -100,7 +103,8 @@ export function createLogging(level: Config['logLevel']): Logging {
       }
       destination.write(
         `${head}${iso}${base}${quoted(r.reqId)},"method":${quoted(r.method)},"route":${r.route === '' ? 'null' : quoted(r.route)},` +
-          `"path":${quoted(r.path)},"status":${r.status},"ms":${r.ms},"ip":${quoted(r.ip)},"msg":"request"}\n`,
+          `"path":${quoted(r.path)},"status":${r.status},"ms":${r.ms},"ip":${quoted(r.ip)},` +
+          `"account":${r.account === null ? 'null' : quoted(r.account)},"key_id":${r.keyId === null ? 'null' : quoted(r.keyId)},"msg":"request"}\n`,
       );
     },
     flush: () => destination.flushSync(),

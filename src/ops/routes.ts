@@ -1,11 +1,12 @@
 // Operator endpoints: GET /healthz (the process answers), GET /readyz (recovery done, every shard
-// answers a ping, not draining), GET /metrics (Prometheus text) and GET /docs (the API reference page).
+// answers a ping, not draining), GET /metrics (Prometheus text), GET /docs (the API reference) and its script.
 // Main thread. Unauthenticated: the listen address is the boundary; KOBO_METRICS_TOKEN guards /metrics.
 // Invariant: none of them touches a partition's state or the ledger.
 import { timingSafeEqual } from 'node:crypto';
 import { reject, statusOf } from '../errors.ts';
 import type { Reply, RouteDef } from '../http/types.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { DOCS_CSP, REDOC_BUNDLE_PATH, redocBundle } from './docs-page.ts';
 
 const METRICS_UNAUTHENTICATED = reject('UNAUTHENTICATED', 'Send Authorization: Bearer <KOBO_METRICS_TOKEN>.');
 
@@ -77,10 +78,18 @@ export function opsRoutes(deps: OpsDeps): RouteDef[] {
     {
       method: 'GET',
       path: '/docs',
-      summary: 'The API reference (HTML, self-contained)',
+      summary: 'The API reference (HTML, rendered by the Redoc bundle this server serves)',
       auth: 'public',
       family: 'ops',
-      handle: () => ({ status: 200, json: deps.docsHtml(), headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
+      handle: () => ({ status: 200, json: deps.docsHtml(), headers: { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': DOCS_CSP } }),
+    },
+    {
+      method: 'GET',
+      path: REDOC_BUNDLE_PATH,
+      summary: "The reference renderer's script (Redoc's standalone bundle, from node_modules)",
+      auth: 'public',
+      family: 'ops',
+      handle: () => ({ status: 200, json: redocBundle(), headers: { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=3600' } }),
     },
   ];
 }

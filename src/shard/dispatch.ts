@@ -7,6 +7,7 @@ import { errorReply } from './lifecycle/context.ts';
 import { reject } from '../errors.ts';
 import { DamagedRowError, DATA_DAMAGED_MESSAGE, reportDamage } from '../store/row-checks.ts';
 import { applyEvent, type WalEvent } from './events.ts';
+import './reply-views.ts'; // registers the rebuilder of replies that log records name by view
 import type { Command } from './protocol.ts';
 import { isStoredResult, type IdempotencyRecord, type PartitionState, type StoredReply } from './state.ts';
 import { createCustomer, getCustomer, getWallet, recordPinFailure, updateCustomer } from './handlers/customers.ts';
@@ -151,7 +152,11 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
     const record: IdempotencyRecord = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs };
     if (cmd.idem.h !== undefined) record.h = cmd.idem.h;
     state.idempotency.set(record);
-    events.push({ t: 'idem.stored', record: { ...reply, scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs } });
+    // A reply that is one entity's view is named, not copied: the record then carries the entity once.
+    const logged: IdempotencyRecord = outcome.replyView === undefined
+      ? { ...reply, scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs }
+      : { status: reply.status, scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs, view: outcome.replyView };
+    events.push({ t: 'idem.stored', record: logged });
     return { reply, events, effects: outcome.effects ?? [], stored: true };
   }
   return { reply, events, effects: outcome.effects ?? [] };

@@ -28,6 +28,7 @@ import type {
   Wallet,
 } from './state.ts';
 import { collectionDue, expiresUnpaid } from './state.ts';
+import { viewReplyJson } from './views.ts';
 import { eventBody, noteEntries, noteResource } from './list-notes.ts';
 import type { Hold } from '../ledger/ledger.ts';
 
@@ -335,7 +336,13 @@ function applyOne(state: PartitionState, event: WalEvent): void {
       return;
     case 'idem.stored':
       // No "exists" guard: on replay the shard file already holds the record this event wrote.
-      if (event.inRow !== true) state.idempotency.set(event.record);
+      if (event.inRow === true) return;
+      // A reply named by view is rebuilt here, where the state is exactly what the live reply saw.
+      if (event.record.view === undefined) state.idempotency.set(event.record);
+      else {
+        const { view, ...record } = event.record;
+        state.idempotency.set({ ...record, json: viewReplyJson(state, view) });
+      }
       return;
     case 'idem.expired':
       if ('scopes' in event) state.idempotency.forget(event.scopes);

@@ -3,6 +3,7 @@
 // batch is a torn tail and is cut; anywhere else it is corruption and recovery stops with a message.
 // Invariant: the recovered state equals the state the shard had after its last durable batch.
 import { applyEvent } from './events.ts';
+import './reply-views.ts'; // registers the rebuilder of replies that log records name by view
 import { emptyPartition, type PartitionState, type PartitionTiers } from './state.ts';
 import { Passivation } from './passivate.ts';
 import { resolveRecord, type RecordEvent } from './born-cold.ts';

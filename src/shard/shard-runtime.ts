@@ -30,6 +30,7 @@ import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
 import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS, LIST_PENDING_ROWS_MAX } from '../store/derived-rows.ts';
 import { answerList } from './list-pages.ts';
+import { rebuildListIndex } from './list-rebuild.ts';
 import { startSweeps } from './sweeps.ts';
 import { crashPoints } from './crash-points.ts';
 
@@ -88,6 +89,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   const recovered = recoverShard(store, { partitions });
   const passivation = new Passivation();
   const states: Map<number, PartitionState> = recovered.states;
+  // A file from before lists (or restored from a backup) gets its resources' index rows once.
+  rebuildListIndex(store, states);
   // The front end starts with no wallet views: what replay changed is not news to it.
   for (const state of states.values()) state.walletsChanged.clear();
   const clockOffsets = new Map<string, number>(data.clockOffsets);

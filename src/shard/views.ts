@@ -2,7 +2,8 @@
 // Runs inside shard workers. One name per concept: `providerCostMinor` inside is `provider_cost_minor` out.
 // Invariant: available_minor = balance_minor - held_minor for every wallet view.
 import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
-import { collectionExpiresAtMs, type Customer, type Payment, type Reconciliation, type Transaction, type Wallet } from './state.ts';
+import { collectionExpiresAtMs, type Customer, type PartitionState, type Payment, type Reconciliation, type Transaction, type Wallet } from './state.ts';
+import type { ReplyView } from '../store/tiers.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -174,4 +175,14 @@ export function paymentView(p: Payment): object {
     created_at: iso(p.createdAtMs),
     updated_at: iso(p.updatedAtMs),
   };
+}
+
+/**
+ * The reply a log record names by view (see reply-views.ts), from the state the record's earlier events
+ * left: the same bytes as okReply of the entity's view, which is what the client was sent.
+ */
+export function viewReplyJson(state: PartitionState, view: ReplyView): string {
+  const payment = state.payments.get(view.id);
+  if (payment === undefined) throw new Error(`reply view: payment ${view.id} is not in the state its record left`);
+  return JSON.stringify({ data: paymentView(payment) });
 }

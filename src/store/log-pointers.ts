@@ -3,6 +3,7 @@
 // that record; before the record's segment is truncated, the row takes its body. Store layer: runs in
 // the shard (or CLI) that owns the file. Invariant: a pointer is written only when the record holds the
 // very bytes the row would, and a pointer that finds nothing is a damaged row, never a guess.
+import assert from 'node:assert/strict';
 import type { LogSegments } from '../journal/log-segments.ts';
 import type { ColdTable } from './cold-table.ts';
 import type { DerivedBatch } from './derived-rows.ts';
@@ -17,6 +18,26 @@ import type { EntityKind, IdempotencyRecord } from './tiers.ts';
  */
 const CREATED_PROPERTY: Partial<Record<EntityKind, string>> = { txn: 'txn', payment: 'payment', exchange: 'exchange' };
 const CREATED_KIND: Record<string, EntityKind | undefined> = { 'txn.created': 'txn', 'payment.created': 'payment', 'exchange.created': 'exchange' };
+
+/** Rebuilds a reply that a record names by view (shard/reply-views.ts registers it when loaded). */
+type ReplyRebuilder = (events: readonly unknown[], record: IdempotencyRecord) => string;
+let rebuildReply: ReplyRebuilder | null = null;
+
+/**
+ * The store reads records but cannot build views (that is the shard's layer): the shard's module
+ * registers its rebuilder when loaded, as every entry point that reads a shard file loads it.
+ */
+export function registerReplyRebuilder(rebuilder: ReplyRebuilder): void {
+  rebuildReply = rebuilder;
+}
+
+/** A stored record as the client saw it: a reply the record names by view is rebuilt from the record. */
+export function withReply(events: readonly unknown[], record: IdempotencyRecord): IdempotencyRecord {
+  if (record.json !== undefined || record.view === undefined) return record;
+  assert(rebuildReply !== null, 'log pointers: a record names its reply by view, and no rebuilder is registered');
+  const { view: _view, ...rest } = record;
+  return { ...rest, json: rebuildReply(events, record) };
+}
 
 /** The entity as the log record at `lsn` created it. */
 export function createdInLog(wal: LogSegments, kind: EntityKind, id: string, lsn: number): string {
@@ -35,8 +56,9 @@ export function createdInLog(wal: LogSegments, kind: EntityKind, id: string, lsn
 export function storedInLog(wal: LogSegments, scope: string, lsn: number): { json?: string; error?: { code: string; message: string } } {
   const record = wal.recordAt(lsn);
   if (record !== undefined) {
-    for (const event of JSON.parse(record) as Array<{ t: string; record?: IdempotencyRecord }>) {
-      if (event.t === 'idem.stored' && event.record?.scope === scope) return event.record;
+    const events = JSON.parse(record) as Array<{ t: string; record?: IdempotencyRecord }>;
+    for (const event of events) {
+      if (event.t === 'idem.stored' && event.record?.scope === scope) return withReply(events, event.record);
     }
   }
   throw new DamagedRowError('idem_log', `${scope} (LSN ${lsn}): its reply should be in that log record and is not`);
@@ -54,7 +76,10 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     if (change.inLog === true || change.op.op !== 'put' || change.op.record.json === undefined) return change;
     const record = wal.recordAt(change.lsn);
     // The record's idem.stored event carries this scope and this very reply (execute writes both from one value).
-    const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(change.op.record.scope)}`) && record.includes(`"json":${JSON.stringify(change.op.record.json)}`);
+    const { scope, fingerprint, atMs, json } = change.op.record;
+    // Or names it by view: the rebuilt reply is what replay put in memory (shard/reply-views.ts).
+    const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(scope)}`) &&
+      (record.includes(`"json":${JSON.stringify(json)}`) || record.includes(`"scope":${JSON.stringify(scope)},"fingerprint":${JSON.stringify(fingerprint)},"atMs":${atMs},"view":`));
     return inLog ? { ...change, inLog: true as const } : change;
   });
   return { ...derived, cold, idem };
@@ -64,9 +89,10 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
 export function fillFromLog(records: IterableIterator<WalRow>, cold: ColdTable, idem: IdemLog): void {
   for (const entry of records) {
     if (!entry.ok) continue;
-    for (const event of JSON.parse(entry.body) as Array<Record<string, unknown> & { t: string }>) {
+    const events = JSON.parse(entry.body) as Array<Record<string, unknown> & { t: string }>;
+    for (const event of events) {
       if (event.t === 'idem.stored') {
-        const record = event.record as IdempotencyRecord;
+        const record = withReply(events, event.record as IdempotencyRecord);
         idem.fill(entry.lsn, record.scope, record);
         continue;
       }

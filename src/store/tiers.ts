@@ -23,6 +23,17 @@ export interface IdempotencyRecord {
   miss?: true;
   /** scopeHash(scope), when the front end sent it along (saves the shard computing it again). */
   h?: number;
+  /**
+   * In a log record only, instead of `json`: the reply is this entity's view as the record left it
+   * (shard/reply-views.ts), so the record does not carry the reply a second time.
+   */
+  view?: ReplyView;
+}
+
+/** A reply that is exactly one entity's view, rebuilt from the state the record leaves. */
+export interface ReplyView {
+  kind: 'payment';
+  id: string;
 }
 
 /** Reads the record stored at `seq` (the LSN of the WAL record that stored it), if it has this scope. */

@@ -28,6 +28,8 @@ export interface DispatcherOptions {
   lookup?: LookupAll;
   urlPolicy?: UrlPolicyOptions;
   log: (message: string) => void;
+  /** Failed attempts and subscriptions disabled by failures: each one line at warn, for the operator. */
+  warn?: (message: string, fields: Record<string, unknown>) => void;
   /** Each attempt's outcome (delivered, rejected, timeout, error), for metrics. */
   onAttempt?: (outcome: 'delivered' | 'rejected' | 'timeout' | 'error') => void;
 }
@@ -120,14 +122,37 @@ export class Dispatcher {
     this.options.onAttempt?.(ok ? 'delivered' : statusCode !== null ? 'rejected' : error?.startsWith('no answer within') === true ? 'timeout' : 'error');
     const atMs = this.options.nowMsOf(delivery.owner);
     const n = delivery.attempts + 1;
+    const next = ok ? null : n >= ATTEMPTS_MAX ? null : nextAttemptAtMs(n, atMs);
     this.results.push({
       deliveryId: delivery.id,
       subscriptionId: subscription.id,
       attempt: { n, atMs, statusCode, durationMs: Math.round(performance.now() - started), error, ok },
-      nextAttemptAtMs: ok ? null : n >= ATTEMPTS_MAX ? null : nextAttemptAtMs(n, atMs),
+      nextAttemptAtMs: next,
       disableAfter: this.options.disableAfter,
     });
+    if (!ok) this.warnFailed(delivery, subscription, { n, statusCode, error: error ?? '', next });
     this.scheduleFlush();
+  }
+
+  /** One warn line per failed attempt: which delivery, where (the host only: a URL may carry a token), why, what next. */
+  private warnFailed(delivery: Delivery, subscription: Subscription, failed: { n: number; statusCode: number | null; error: string; next: number | null }): void {
+    let host = '';
+    try {
+      host = new URL(subscription.url).host;
+    } catch {
+      host = '(unparsable URL)';
+    }
+    const then = failed.next === null ? 'no attempt is left: the delivery has failed' : `next attempt at ${new Date(failed.next).toISOString()}`;
+    this.options.warn?.(`webhook delivery failed: ${delivery.id} (${delivery.eventType}) to ${host}, attempt ${failed.n} of ${ATTEMPTS_MAX}: ${failed.error}; ${then}`, {
+      delivery_id: delivery.id,
+      subscription_id: subscription.id,
+      event_type: delivery.eventType,
+      host,
+      attempt: failed.n,
+      status_code: failed.statusCode,
+      error: failed.error,
+      next_attempt_at: failed.next === null ? null : new Date(failed.next).toISOString(),
+    });
   }
 
   private scheduleFlush(): void {
@@ -143,7 +168,12 @@ export class Dispatcher {
   private flush(): void {
     if (this.results.length === 0) return;
     const batch = this.results.splice(0);
-    this.options.store.record(batch);
+    for (const { subscriptionId, consecutiveFailures } of this.options.store.record(batch)) {
+      this.options.warn?.(
+        `webhook subscription ${subscriptionId} disabled after ${consecutiveFailures} consecutive failed deliveries; its new events are not queued until an operator re-enables it (kobo webhooks enable ${subscriptionId})`,
+        { subscription_id: subscriptionId, consecutive_failures: consecutiveFailures },
+      );
+    }
     for (const r of batch) this.release(r.deliveryId, r.subscriptionId);
     // A freed slot takes the next due delivery now, not at the next timer tick (which would cap a
     // subscription at perEndpointMax deliveries per tick: 16 a second, measured in bench/webhooks).

@@ -224,8 +224,10 @@ export class WebhookStore {
   /**
    * Records attempt outcomes (one transaction) and moves subscriptions' failure counters. `updated_at`
    * is each attempt's own time, on its owner's clock, like the delivery's `created_at` and attempt log.
+   * Returns the subscriptions these failures disabled, with their failure count, for the operator's log.
    */
-  record(results: readonly AttemptResult[]): void {
+  record(results: readonly AttemptResult[]): Array<{ subscriptionId: string; consecutiveFailures: number }> {
+    const disabled: Array<{ subscriptionId: string; consecutiveFailures: number }> = [];
     this.db.transaction(() => {
       for (const r of results) {
         const a = r.attempt;
@@ -243,12 +245,36 @@ export class WebhookStore {
         const outcome: SubscriptionEvent = a.ok ? { type: 'delivery.succeeded', atMs: a.atMs } : { type: 'delivery.failed', atMs: a.atMs, disableAfter: r.disableAfter };
         const step = sub === undefined ? null : webhookSubscriptionTable.step(sub.status, { consecutiveFailures: sub.consecutive_failures }, outcome);
         if (sub !== undefined && step !== null) {
+          const failures = failuresAfter(sub.consecutive_failures, step.actions);
           this.db
             .prepare('UPDATE subscriptions SET status = ?, consecutive_failures = ?, updated_at_ms = ? WHERE id = ?')
-            .run(step.target, failuresAfter(sub.consecutive_failures, step.actions), a.atMs, r.subscriptionId);
+            .run(step.target, failures, a.atMs, r.subscriptionId);
+          if (sub.status === 'active' && step.target === 'disabled') disabled.push({ subscriptionId: r.subscriptionId, consecutiveFailures: failures });
         }
       }
     })();
+    return disabled;
+  }
+
+  /**
+   * Pending deliveries by their subscription's status, with the oldest one's age on its owner's clock
+   * (a disabled subscription's deliveries wait for an operator). Read at scrape time: one grouped query.
+   */
+  backlog(nowMsOf: (owner: string) => number): Array<{ subscriptionStatus: Subscription['status']; pending: number; oldestAgeMs: number }> {
+    const rows = this.db
+      .prepare(
+        `SELECT s.status AS status, d.owner AS owner, COUNT(*) AS n, MIN(d.created_at_ms) AS oldest
+         FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' GROUP BY s.status, d.owner`,
+      )
+      .all() as Array<{ status: Subscription['status']; owner: string; n: number; oldest: number }>;
+    const byStatus = new Map<Subscription['status'], { pending: number; oldestAgeMs: number }>([['active', { pending: 0, oldestAgeMs: 0 }], ['disabled', { pending: 0, oldestAgeMs: 0 }]]);
+    for (const row of rows) {
+      const total = byStatus.get(row.status);
+      if (total === undefined) continue;
+      total.pending += row.n;
+      total.oldestAgeMs = Math.max(total.oldestAgeMs, nowMsOf(row.owner) - row.oldest);
+    }
+    return [...byStatus].map(([subscriptionStatus, total]) => ({ subscriptionStatus, ...total }));
   }
 
   delivery(id: string): Delivery | undefined {

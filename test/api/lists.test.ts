@@ -5,7 +5,8 @@
 // Invariant checked: a page shows exactly the rows a GET by id shows, each once, of the asker only.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
+import path from 'node:path';
+import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
 
@@ -285,6 +286,29 @@ describe('lists after a crash', () => {
   });
 });
 
+describe('lists after a restore', () => {
+  it('kobo snapshot, kobo restore into a new data dir, start → customers, transactions and payments are listed (the index is rebuilt once at start)', async () => {
+    const customer = await newCustomer();
+    const txn = await newTxn(customer.id);
+    const funded = await fund(customer.id, 10_000);
+    const file = path.join(tempDataDir('list-backup'), 'b.kobo');
+    const snap = kobo(server.dataDir, 'snapshot', '--out', file);
+    assert.equal(snap.status, 0, snap.stderr);
+    const restoredDir = path.join(tempDataDir('list-restored'), 'data');
+    const restore = kobo(restoredDir, 'restore', file);
+    assert.equal(restore.status, 0, restore.stderr + restore.stdout);
+    const restored = await startServer({ keys: [`${KEY}@acme`], dataDir: restoredDir });
+    try {
+      const r = client(restored.baseUrl, KEY);
+      assert.deepEqual(new Set(await walk(`/v1/transactions?customer_id=${customer.id}`, 100, r)), new Set([txn, funded.txnId]));
+      assert.deepEqual(await walk(`/v1/payments?customer_id=${customer.id}&status=completed`, 100, r), [funded.paymentId]);
+      assert.ok((await walk('/v1/customers', 100, r)).includes(customer.id));
+    } finally {
+      await restored.stop();
+    }
+  });
+});
+
 describe('lists in the OpenAPI document', () => {
   it('GET /v1/openapi.json: each list, the event and the statement routes → operationId, tag, description, an example and the page schema', async () => {
     const doc = (await api('GET', '/v1/openapi.json', { key: null })).body as { paths: Record<string, Record<string, any>> };
@@ -305,6 +329,6 @@ describe('lists in the OpenAPI document', () => {
       }
     }
     assert.equal(ids.size, 9, 'operationIds are distinct');
-    assert.deepEqual(doc.paths['/v1/events']!.get.tags, ['events']);
+    assert.deepEqual(doc.paths['/v1/events']!.get.tags, ['Events']);
   });
 });

@@ -104,6 +104,9 @@ test('keys create --customer: a customer outside the key\'s account or environme
 
 test('start: no key configured on a fresh data dir → a sandbox key is created and printed once', { timeout: 30_000 }, async () => {
   const server = await startServer({ keys: [] });
+  // The secret goes to stderr, the listening line to stdout: two pipes, so either may arrive first.
+  const deadline = Date.now() + 5_000;
+  while (!/sandbox secret key/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   const match = /sandbox secret key \(shown once, store it now\): (sk_test_\S+)/.exec(server.output());
   try {
     assert.ok(match, server.output());
@@ -114,6 +117,7 @@ test('start: no key configured on a fresh data dir → a sandbox key is created 
   }
   const again = await startServer({ keys: [], dataDir: server.dataDir });
   try {
+    await new Promise((resolve) => setTimeout(resolve, 300)); // what stderr had to say has arrived
     assert.doesNotMatch(again.output(), /sandbox secret key/);
   } finally {
     await again.stop();

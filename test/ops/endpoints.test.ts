@@ -1,5 +1,5 @@
 // Operator endpoints over real HTTP: /healthz and /readyz (no key), /metrics in Prometheus text with
-// request, shard, WAL and fsync series, KOBO_METRICS_TOKEN guarding /metrics, /docs self-contained,
+// request, shard, WAL and fsync series, KOBO_METRICS_TOKEN guarding /metrics, /docs with no external asset,
 // and the JSON request log (request id, route, status, duration; stacks never reach the client).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,11 +103,21 @@ test('the request log is JSON with request id, route, status and duration; debug
   assert.match(server.output(), /"level":"debug".*"msg":"shard 0 recovered"/);
 });
 
-test('GET /docs is a self-contained HTML reference listing every operation of /v1/openapi.json', async () => {
+test('GET /docs: only local assets under a strict CSP; the renderer script is served here; a <noscript> listing of every operation', async () => {
   const docs = await text('/docs');
   assert.equal(docs.status, 200);
   assert.match(docs.type, /^text\/html/);
-  assert.doesNotMatch(docs.body, /<script|(src|href)="https?:/i, 'no script and no external asset');
+  const csp = (await fetch(`${server.baseUrl}/docs`)).headers.get('content-security-policy') ?? '';
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /script-src 'self';/);
+  assert.doesNotMatch(docs.body, /(src|href)="(https?:)?\/\//i, 'no external asset');
+  const scripts = [...docs.body.matchAll(/<script src="([^"]+)"><\/script>/g)].map((m) => m[1]);
+  assert.deepEqual(scripts, ['/docs/redoc.standalone.js']);
+  const bundle = await fetch(`${server.baseUrl}/docs/redoc.standalone.js`);
+  assert.equal(bundle.status, 200);
+  assert.match(bundle.headers.get('content-type') ?? '', /^text\/javascript/);
+  assert.ok((await bundle.text()).length > 500_000, 'the Redoc standalone bundle');
+  assert.match(docs.body, /<redoc spec-url="\/v1\/openapi.json"/);
   const openapi = JSON.parse((await text('/v1/openapi.json')).body) as { paths: Record<string, Record<string, unknown>> };
   let operations = 0;
   for (const [path, methods] of Object.entries(openapi.paths)) {

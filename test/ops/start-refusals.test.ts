@@ -63,7 +63,7 @@ test('config mistakes: one line naming the variable and the allowed values, no s
     [{ KOBO_LOG_LEVEL: 'verbose' }, /^kobo: config: KOBO_LOG_LEVEL must be one of silent, error, warn, info, debug, got "verbose"$/],
     [{ KOBO_DATA_DIR: '' }, /^kobo: config: KOBO_DATA_DIR is set but empty/],
     [{ KOBO_DRAIN_MS: 'soon' }, /^kobo: config: KOBO_DRAIN_MS must be an integer, got "soon"$/],
-    [{ KOBO_CONNECTORS_FILE: path.join(os.tmpdir(), 'kobo-no-such-connectors.json') }, /^kobo: config: KOBO_CONNECTORS_FILE .*kobo-no-such-connectors\.json cannot be read as JSON$/],
+    [{ KOBO_CONNECTORS_FILE: path.join(os.tmpdir(), 'kobo-no-such-connectors.json') }, /^kobo: config: KOBO_CONNECTORS_FILE .*kobo-no-such-connectors\.json does not exist$/],
     [{ KOBO_CONNECTORS_FILE: badConnectorsFile }, /^kobo: config: KOBO_CONNECTORS_FILE .*: .*secret/],
     [{ KOBO_API_KEYS: 'sk_test_short' }, /^kobo: config: KOBO_API_KEYS entry sk_test_shor… is not a secret key/],
     [{ KOBO_API_KEYS: `${secretKey()},sk_test_abcdefgh!secretpart` }, /^kobo: config: KOBO_API_KEYS entry sk_test_abcd… is not a secret key \(sk_test_ or sk_live_/],

@@ -159,7 +159,11 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     assert(call !== null, 'payments: a selectable live method has a connector');
     effects.push(call);
   }
-  return { events, reply: (state) => okReply(201, paymentView(state.payments.get(paymentId)!)), effects };
+  // The log record names this reply instead of carrying it (a card's checkout URL depends on the
+  // server's public URL setting, so a card reply is kept whole: a restart may change that setting).
+  const outcome: Outcome = { events, reply: (state) => okReply(201, paymentView(state.payments.get(paymentId)!)), effects };
+  if (method !== 'card') outcome.replyView = { kind: 'payment', id: paymentId };
+  return outcome;
 }
 
 /** Holds a wallet payment's amount (two-phase: posted on settle, voided on failure) and submits it. */

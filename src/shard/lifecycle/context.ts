@@ -10,6 +10,7 @@ import type { RailScope } from '../../rails/coverage.ts';
 import { isSimulated, railCall } from '../../rails/rails.ts';
 import type { Command, ForwardMessage } from '../protocol.ts';
 import type { Customer, EventType, OutboxEvent, Owner, PartitionState, StoredReply, Transaction } from '../state.ts';
+import type { ReplyView } from '../../store/tiers.ts';
 
 export const DAY_MS = 86_400_000;
 
@@ -51,6 +52,11 @@ export interface Outcome {
   /** Builds the reply from the state after the events were applied. */
   reply: (state: PartitionState) => StoredReply;
   effects?: Effect[];
+  /**
+   * The reply is exactly this entity's view (okReply of reply().status): the log record stores the
+   * reference, and replay and the log's readers rebuild the same bytes (see shard/reply-views.ts).
+   */
+  replyView?: ReplyView;
 }
 
 export interface HandlerContext {
