@@ -135,6 +135,26 @@ describe('console over HTTP', () => {
     assert.equal(res.status, 415);
   });
 
+  it('lists: more rows than a page → Older link; following it → the rest and a Newer link; names escaped', async () => {
+    for (let i = 0; i < 22; i += 1) {
+      const name = i === 0 ? '<script>alert(1)</script> & "Co"' : `Customer ${i}`;
+      const created = await api('POST', '/v1/customers', { idempotencyKey: `page-${i}-${Date.now()}`, body: { name, email: `page${i}-${Date.now()}@example.com`, phone: `+23480312${String(30_000 + i).padStart(5, '0')}`, country_code: 'NG' } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+    }
+    const { cookie } = await signIn();
+    const first = await request('GET', '/console/customers', { cookie });
+    assert.equal((first.text.match(/<tr>/g) ?? []).length - 1, 20, 'a page of 20 rows (plus the header row)');
+    const older = /href="(\/console\/customers\?starting_after=[^"]+)"/.exec(first.text)?.[1];
+    assert.ok(older !== undefined, 'an Older link');
+    assert.doesNotMatch(first.text, /ending_before/, 'no Newer link on the first page');
+    const second = await request('GET', older.replace(/&amp;/g, '&'), { cookie });
+    assert.equal(second.status, 200);
+    assert.match(second.text, /ending_before=/, 'a Newer link');
+    const all = first.text + second.text;
+    assert.ok(!all.includes('<script>alert(1)</script>'), 'never raw');
+    assert.ok(all.includes('&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Co&quot;'), 'escaped');
+  });
+
   it('sign-out: → the session ends (its cookie no longer opens a page)', async () => {
     const { cookie, csrf } = await signIn();
     const out = await request('POST', '/console/sign-out', { cookie, form: { _csrf: csrf } });
