@@ -136,6 +136,11 @@ describe('POST /v1/services/orders/{id}/resolve', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.data.status, 'failed');
     await until(() => api('GET', `/v1/wallets/${ada.walletId}`).then((r) => r.body.data.available_minor), (a) => a === before_, 'money back');
+    // The requery still due answers delivered (the sandbox's …0001): a contradiction to reconcile, not a change.
+    assert.equal((await api('POST', '/v1/test_helpers/clock/advance', { body: { seconds: 300 } })).status, 200);
+    const txn = await until(() => api('GET', `/v1/transactions/${res.body.data.transaction_id}`).then((r) => r.body.data), (t) => t.reconciliation?.status === 'required', 'contradiction recorded', 10_000);
+    assert.equal(txn.status, 'failed');
+    assert.equal((await api('GET', `/v1/services/orders/${id}`)).body.data.status, 'failed', 'the operator\'s outcome stands');
   });
 
   it('bad outcome → 400; unknown id → 404; another account → 403; customer-scoped key → 403', async () => {
