@@ -11,6 +11,9 @@ export interface ApiAnswer {
 const API_TIMEOUT_MS = 15_000;
 
 export class ApiClient {
+  /** Set when the API refused the key itself (401: revoked, expired): the session is over. */
+  keyRefused = false;
+
   constructor(private readonly baseUrl: () => string, private readonly secret: string) {}
 
   async call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiAnswer> {
@@ -18,6 +21,7 @@ export class ApiClient {
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     try {
       const res = await fetch(`${this.baseUrl()}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: AbortSignal.timeout(API_TIMEOUT_MS) });
+      if (res.status === 401) this.keyRefused = true;
       const text = await res.text();
       let parsed: unknown = {};
       try {

@@ -70,6 +70,13 @@ export function consoleRoutes(deps: ConsoleDeps): RouteDef[] {
 
   const refused = (why: string): Reply => htmlReply(403, page({ title: 'Refused', section: '', body: html`<div class="flash bad" role="alert">${why}</div><p><a href="/console">Back to the console</a></p>` }));
 
+  /** The session's key was revoked or has expired since sign-in: the session ends with it. */
+  const keyGone = (session: Session): Reply => {
+    sessions.end(session.id);
+    const reply = signInPage(401, 'The key this session signed in with is no longer accepted (revoked, or expired after a rotation). Sign in again with a current key.');
+    return { ...reply, headers: { ...reply.headers, 'Set-Cookie': cookie('', true) } };
+  };
+
   const pageRoute = (path: string, render: (ctx: PageCtx) => Promise<PageResult>): RouteDef => ({
     method: 'GET',
     path,
@@ -84,6 +91,7 @@ export function consoleRoutes(deps: ConsoleDeps): RouteDef[] {
       const fresh = session.newKey;
       delete session.newKey;
       const result = path === '/console/keys' ? await keysPage(pageCtx, fresh) : await render(pageCtx);
+      if (pageCtx.api.keyRefused) return keyGone(session);
       if ('redirect' in result) return redirect(result.redirect);
       const flash = session.flash;
       delete session.flash;
@@ -105,7 +113,9 @@ export function consoleRoutes(deps: ConsoleDeps): RouteDef[] {
       const fields = new URLSearchParams(ctx.rawBody.toString('utf8'));
       if (!sameOrigin(ctx)) return refused('This form did not come from the console (its Origin header is missing or another site’s). Nothing was changed.');
       if (!tokensEqual(fields.get('_csrf') ?? '', session.csrf)) return refused('This form is stale or was not made by the console (its CSRF token does not match the session). Nothing was changed.');
-      const result = await action({ api: new ApiClient(deps.apiBaseUrl, session.secret), session, query: ctx.query, params: ctx.params }, fields);
+      const api = new ApiClient(deps.apiBaseUrl, session.secret);
+      const result = await action({ api, session, query: ctx.query, params: ctx.params }, fields);
+      if (api.keyRefused) return keyGone(session);
       session.flash = result.flash;
       if (result.secret !== undefined) session.newKey = result.secret;
       return redirect(result.to);

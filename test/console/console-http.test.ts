@@ -4,6 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, secretKey, startServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/wait.ts';
 
 const key = secretKey();
 let server: TestServer;
@@ -153,6 +154,17 @@ describe('console over HTTP', () => {
     const all = first.text + second.text;
     assert.ok(!all.includes('<script>alert(1)</script>'), 'never raw');
     assert.ok(all.includes('&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Co&quot;'), 'escaped');
+  });
+
+  it("session: its key revoked meanwhile (by another key) → the next page signs it out (401, cookie cleared)", async () => {
+    const operator = (await api('POST', '/v1/keys', { body: { label: 'operator' } })).body.data;
+    const { cookie } = await signIn(operator.secret);
+    assert.equal((await api('POST', `/v1/keys/${operator.id}/revoke`)).status, 200);
+    const page = await until(() => request('GET', '/console/customers', { cookie }), (r) => r.status !== 200, 'revocation seen', 3_000);
+    assert.equal(page.status, 401);
+    assert.match(page.text, /no longer accepted/);
+    assert.match(page.headers.get('set-cookie') ?? '', /Max-Age=0/);
+    assert.equal((await request('GET', '/console/customers', { cookie })).status, 303, 'the session is gone');
   });
 
   it('sign-out: → the session ends (its cookie no longer opens a page)', async () => {
