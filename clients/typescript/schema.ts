@@ -7650,60 +7650,34 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "data": [
-                     *           {
-                     *             "id": "01JDA0K8Z3C0STMER000000001",
-                     *             "object": "customer",
-                     *             "name": "Ada Obi",
-                     *             "email": "ada.obi@example.com",
-                     *             "phone": "+2348031234567",
-                     *             "country_code": "NG",
-                     *             "tier": "tier_1",
-                     *             "kyc_level": 1,
-                     *             "pin_set": true,
-                     *             "wallets": [
-                     *               {
-                     *                 "id": "01JDA0K8Z3WA11ET0000000002",
-                     *                 "currency": "NGN"
-                     *               }
-                     *             ],
-                     *             "created_at": "2026-11-26T09:30:00.000Z",
-                     *             "updated_at": "2026-11-26T09:30:00.000Z"
-                     *           }
-                     *         ],
-                     *         "has_more": true
-                     *       }
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3C0STMER000000001",
+                     *           "object": "customer",
+                     *           "name": "Ada Obi",
+                     *           "email": "ada.obi@example.com",
+                     *           "phone": "+2348031234567",
+                     *           "country_code": "NG",
+                     *           "tier": "tier_1",
+                     *           "kyc_level": 1,
+                     *           "pin_set": true,
+                     *           "wallets": [
+                     *             {
+                     *               "id": "01JDA0K8Z3WA11ET0000000002",
+                     *               "currency": "NGN"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
                      *     }
                      */
                     "application/json": {
-                        data: {
-                            data: {
-                                /** @description ULID */
-                                id: string;
-                                /** @constant */
-                                object: "customer";
-                                name: string;
-                                email: string;
-                                phone: string;
-                                /** @description ISO 3166-1 alpha-2 code */
-                                country_code: string;
-                                tier: string;
-                                kyc_level: number;
-                                pin_set: boolean;
-                                wallets: {
-                                    /** @description ULID */
-                                    id: string;
-                                    /** @description ISO 4217 code */
-                                    currency: string;
-                                }[];
-                                /** Format: date-time */
-                                created_at: string;
-                                /** Format: date-time */
-                                updated_at: string;
-                            }[];
-                            has_more: boolean;
-                        };
+                        data: components["schemas"]["Customer"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
                     };
                 };
             };
