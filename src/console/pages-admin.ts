@@ -33,7 +33,7 @@ export async function webhooksPage(ctx: PageCtx): Promise<PageResult> {
     { head: 'Last answer', cell: (r) => (r.last_response_code === null ? html`<span class="muted">${r.last_error ?? '—'}</span>` : String(r.last_response_code)) },
     { head: '', cell: (r) => form(`/console/webhooks/deliveries/${String(r.id)}/redeliver`, csrf, {}, html`<button class="small ghost" type="submit">Redeliver</button>`) },
   ];
-  const filter = html`<form method="get" action="/console/webhooks" class="toolbar"><label>Delivery status<select name="status"><option value="">any</option>${['pending', 'delivered', 'failed'].map((s) => html`<option value="${s}"${s === status ? html` selected` : ''}>${s}</option>`)}</select></label><button type="submit" class="ghost">Filter</button></form>`;
+  const filter = html`<form method="get" action="/console/webhooks" class="toolbar"><label>Delivery status<select name="status"><option value="">any</option>${['pending', 'succeeded', 'failed'].map((s) => html`<option value="${s}"${s === status ? html` selected` : ''}>${s}</option>`)}</select></label><button type="submit" class="ghost">Filter</button></form>`;
   const body = html`<h2>Subscriptions</h2>${subs.status === 200 ? table(rowsOf(subs).rows, subColumns, 'No webhook subscriptions. Create one with POST /v1/webhooks/subscriptions.') : failure(subs)}
 <h2>Deliveries</h2>${filter}${deliveries.status === 200 ? table(rowsOf(deliveries).rows, deliveryColumns, 'No deliveries match.') : failure(deliveries)}`;
   return { title: 'Webhooks', section: 'webhooks', body };

@@ -7,6 +7,7 @@ import type { Session } from './session.ts';
 import { ORDER_STATUSES } from '../../machines/order.machine.ts';
 import { PAYMENT_STATUSES } from '../../machines/payment.machine.ts';
 import { TRANSFER_STATUSES } from '../../machines/transfer.machine.ts';
+import { EVENT_TYPES } from '../schemas/event-type.schema.ts';
 
 export interface PageCtx {
   api: ApiClient;
@@ -200,6 +201,6 @@ export async function eventsPage(ctx: PageCtx): Promise<PageResult> {
     { head: 'Data', cell: (r) => html`<code>${JSON.stringify(r.data ?? {}).slice(0, 160)}</code>`, className: 'wrap data' },
   ];
   const type = ctx.query.get('type') ?? '';
-  const filter = html`<form method="get" action="/console/events" class="toolbar"><label>Event type<input name="type" value="${type}" placeholder="payment.completed"></label><button type="submit" class="ghost">Filter</button></form>`;
+  const filter = html`<form method="get" action="/console/events" class="toolbar"><label>Event type<select name="type"><option value="">any</option>${EVENT_TYPES.map((t) => html`<option value="${t}"${t === type ? html` selected` : ''}>${t}</option>`)}</select></label><button type="submit" class="ghost">Filter</button></form>`;
   return { title: 'Events', section: 'events', body: html`${filter}${await listing(ctx, '/v1/events', '/console/events', columns, 'No events yet.')}` };
 }

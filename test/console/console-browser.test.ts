@@ -145,6 +145,10 @@ describe('console in a browser', { skip }, () => {
     await shot(page, '08-webhooks');
     await submit(page, () => page.locator('button', { hasText: 'Redeliver' }).first().click());
     assert.match((await page.locator('.flash').textContent()) ?? '', /Redelivery queued/);
+    await page.selectOption('select[name=status]', 'succeeded');
+    await Promise.all([page.waitForURL(/status=succeeded/), page.click('button:has-text("Filter")')]);
+    assert.ok((await page.locator('tbody tr').count()) >= 2, 'the filter is one the deliveries list accepts');
+    assert.equal(await page.locator('.flash.bad').count(), 0);
     await receiver.waitFor(before_ + 1, 10_000);
     await page.close();
   });
