@@ -43,6 +43,7 @@ import { checkoutRoutes } from './api/checkout.ts';
 import { serviceOrderRoutes } from './api/service-orders.ts';
 import { serviceCatalogueRoutes } from './api/services-catalogue.ts';
 import { webhookRoutes } from './api/webhooks.ts';
+import { keyRoutes } from './api/keys.ts';
 import { listRoutes } from './api/lists.ts';
 import { EventStream } from './api/event-stream.ts';
 import { WebhookStore } from './webhooks/store.ts';
@@ -52,6 +53,7 @@ import { buildOpenApi, openApiRoute } from './api/openapi.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { opsRoutes } from './ops/routes.ts';
 import { renderDocsPage } from './ops/docs-page.ts';
+import { consoleRoutes } from './console/routes.ts';
 import type { Logging } from './ops/logger.ts';
 import { BUILD_INFO } from './ops/build-info.ts';
 
@@ -196,6 +198,13 @@ async function assertPortFree(host: string, port: number): Promise<void> {
   if (!free) throw new Error(`cannot listen on ${host}:${port}: the port is in use (or the address is not this machine's); set PORT or HOST`);
 }
 
+/** The address the console reaches this server's API at: loopback when listening on every address. */
+function loopbackOf(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::' || host === '::1') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 /** KOBO_SHARDS when given; else the count an existing data dir was created with; else the default. */
 export function shardsFor(config: Readonly<Config>): number {
   if (config.shardsGiven || !fs.existsSync(path.join(config.dataDir, 'layout.json'))) return config.shards;
@@ -332,6 +341,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     ...serviceCatalogueRoutes(deps),
     ...webhookRoutes({ store: webhookStore, dispatcher, clocks, subscriptionsMax: config.webhookSubscriptionsMax, urlPolicy: { livePorts: config.webhookLivePorts } }),
     ...testHelperRoutes(deps),
+    ...keyRoutes(deps),
     ...connectorRoutes(deps, config.connectors, (connector, result) => metrics.connectorCallback(connector, result)),
   ]);
   let openApiJson = '';
@@ -341,6 +351,13 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   // Operator endpoints are added after the document: they are part of running kobo, not of the API.
   let accepting = true;
   const docsHtml = renderDocsPage(openApi);
+  // The console is a client of the API above, over HTTP on this host (src/console/): not part of the document.
+  let apiBaseUrl = '';
+  router.add(consoleRoutes({
+    apiBaseUrl: () => apiBaseUrl,
+    publicUrl: () => config.publicUrl,
+    limits: { idleMsMax: config.consoleIdleSecondsMax * 1000, ageMsMax: config.consoleSessionSecondsMax * 1000, sessionsMax: config.consoleSessionsMax },
+  }));
   router.add(opsRoutes({ accepting: () => accepting, ping: (ms) => pool.ping(ms), metrics, metricsToken: config.metricsToken, docsHtml: () => docsHtml }));
 
   const server = new HttpServer({
@@ -369,6 +386,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   const stopActions = applyOperatorActions(control, pool, log);
   const port = await server.listen(config.host, config.port);
   publicUrl = config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`;
+  apiBaseUrl = `http://${loopbackOf(config.host)}:${port}`;
   pool.setPublicUrl(publicUrl);
   return {
     port,

@@ -64,6 +64,11 @@ const ConfigSchema = Type.Object({
   /** Ports a live webhook URL may name besides 443. */
   webhookLivePorts: Type.Array(Type.Integer({ minimum: 1, maximum: 65535 })),
   responseBufferedBytesMax: Type.Integer({ minimum: 64 * 1024, maximum: 1024 * 1024 * 1024 }),
+  /** Console sessions: signed out after this long without a request, and this long after sign-in whatever happens. */
+  consoleIdleSecondsMax: Type.Integer({ minimum: 1, maximum: 86_400 }),
+  consoleSessionSecondsMax: Type.Integer({ minimum: 1, maximum: 7 * 86_400 }),
+  /** Console sessions kept at once; beyond, the one seen longest ago is signed out. */
+  consoleSessionsMax: Type.Integer({ minimum: 1, maximum: 100_000 }),
   pinAttemptsMax: Type.Integer({ minimum: 1, maximum: 100 }),
   pinLockMinutes: Type.Integer({ minimum: 1, maximum: 24 * 60 }),
   /** A live FX mid rate further than this from kobo's reference rate is refused (basis points, both ways). */
@@ -243,6 +248,7 @@ export function keyEntry(entry: string): { secret: string; account: string | nul
  */
 export const KNOWN_VARIABLES: readonly string[] = [
   'KOBO_API_KEYS', 'KOBO_BATCH_COMMANDS_MAX', 'KOBO_BODY_BYTES_MAX', 'KOBO_CHROMIUM', 'KOBO_COLLECTION_SWEEP_MS', 'KOBO_CONNECTORS_FILE',
+  'KOBO_CONSOLE_IDLE_SECONDS_MAX', 'KOBO_CONSOLE_SESSION_SECONDS_MAX', 'KOBO_CONSOLE_SESSIONS_MAX',
   'KOBO_DATA_DIR', 'KOBO_DRAIN_MS', 'KOBO_FX_BAND_BPS', 'KOBO_FX_PAIR_BANDS_BPS', 'KOBO_IDEMPOTENCY_RETENTION_HOURS',
   'KOBO_IDEMPOTENCY_SWEEP_MS', 'KOBO_JSON_DEPTH_MAX', 'KOBO_JSON_MEMBERS_MAX', 'KOBO_LOG_LEVEL', 'KOBO_METRICS_TOKEN',
   'KOBO_PIN_ATTEMPTS_MAX', 'KOBO_PIN_LOCK_MINUTES', 'KOBO_PUBLIC_URL', 'KOBO_QUOTE_SWEEP_MS', 'KOBO_RAIL_LATENCY_MS',
@@ -297,6 +303,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     webhookSubscriptionsMax: intFrom(env, 'KOBO_WEBHOOK_SUBSCRIPTIONS_MAX', 20),
     webhookLivePorts: portsFrom(env, 'KOBO_WEBHOOK_LIVE_PORTS'),
     responseBufferedBytesMax: intFrom(env, 'KOBO_RESPONSE_BUFFERED_BYTES_MAX', 4 * 1024 * 1024),
+    consoleIdleSecondsMax: intFrom(env, 'KOBO_CONSOLE_IDLE_SECONDS_MAX', 1_800),
+    consoleSessionSecondsMax: intFrom(env, 'KOBO_CONSOLE_SESSION_SECONDS_MAX', 43_200),
+    consoleSessionsMax: intFrom(env, 'KOBO_CONSOLE_SESSIONS_MAX', 1_000),
     pinAttemptsMax: intFrom(env, 'KOBO_PIN_ATTEMPTS_MAX', 5),
     pinLockMinutes: intFrom(env, 'KOBO_PIN_LOCK_MINUTES', 15),
     fxBandBps: intFrom(env, 'KOBO_FX_BAND_BPS', 1_000),

@@ -445,6 +445,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/services/orders/{id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve an order held for manual fulfilment (or unknown after a rail timeout): delivered completes it, failed gives its money back
+         * @description Beyond the contract (an operator's decision, as `kobo orders resolve`): an order held in manual_fulfilment, or unknown after a rail timeout, is resolved delivered (completed) or failed (failed; its money goes back). Account keys only: a customer-scoped key is 403; any other status is 409 CONFLICT.
+         */
+        post: operations["resolveServiceOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/services/orders/{id}/status": {
         parameters: {
             query?: never;
@@ -749,6 +769,26 @@ export interface paths {
         patch: operations["updateCustomer"];
         trace?: never;
     };
+    "/v1/search/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find the customer with this email or phone (normalised as at creation): a list of zero or one
+         * @description Beyond the contract: the customer with this email or phone (normalised as at creation), as a list of zero or one. Send one of email or phone. Account keys only.
+         */
+        get: operations["searchCustomers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/exchange/quotes": {
         parameters: {
             query?: never;
@@ -853,6 +893,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/subscriptions/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-enable a subscription (disabled after repeated failures); its failure count starts again at 0
+         * @description Beyond the contract (as `kobo webhooks enable`): re-enables a subscription disabled after repeated failures; its failure count starts again at 0. Account keys only.
+         */
+        post: operations["enableWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -927,6 +987,90 @@ export interface paths {
         get: operations["getEvent"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List this account's keys in this environment (never their secrets)
+         * @description The account's keys in this key's environment (sk_test_ or sk_live_), active, expired and revoked, never a secret. Account keys only.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create a key in this account and environment; its secret is answered once (needs a '*' key)
+         * @description Creates a key in this account and environment (scopes default to '*'; customer_id makes a customer-scoped key). Its secret is in this answer only; a replay of the same Idempotency-Key answers without it. Needs a key with the '*' scope.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/self": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key making this request (never its secret)
+         * @description The key making the request: its account, environment, scopes and, for a customer-scoped key, its customer. Never its secret.
+         */
+        get: operations["getCurrentKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a key at once (not the key making the request; needs a '*' key)
+         * @description Revokes a key at once (401 within a second). A key cannot revoke itself (409): rotate it, or use another key. Needs a key with the '*' scope.
+         */
+        post: operations["revokeKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace a key: the new secret is answered once; the old one works for grace_hours more (default 24; needs a '*' key)
+         * @description Creates a replacement with the same grants; its secret is in this answer only. The old key keeps working for grace_hours (default 24, at most 168), then is refused. Needs a key with the '*' scope.
+         */
+        post: operations["rotateKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5127,6 +5271,155 @@ export interface operations {
             };
         };
     };
+    resolveServiceOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here; honoured like on money-moving calls. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @example 01JDA0K8Z3SERVCE0RDER00009 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "outcome": "delivered"
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    outcome: "delivered" | "failed";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *         "payment_transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *         "country_code": "NG",
+                     *         "service_code": "airtime",
+                     *         "status": "pending",
+                     *         "customer_amount_minor": 101500,
+                     *         "fee_minor": 1500,
+                     *         "provider_cost_minor": 100000,
+                     *         "currency": "NGN",
+                     *         "operator_code": "MTN",
+                     *         "meter_type": "prepaid",
+                     *         "account_ref": "45012345678",
+                     *         "provider_reference": "SBX-4F2A91",
+                     *         "idempotency_key": "7c1e9a52-5f0d-4c1b-9a77-2f4e1d8b6c30",
+                     *         "quote_id": "01JDA0K8Z3QW0TE00000000007",
+                     *         "fulfillment_snapshot": {},
+                     *         "pricing_snapshot": {},
+                     *         "refunds": [
+                     *           {
+                     *             "payment_id": "01JDA0K8Z3PAYMENT000000004",
+                     *             "payment_transaction_id": "01JDA0K8Z3TXN0000000000003",
+                     *             "amount_minor": 150000,
+                     *             "currency": "NGN",
+                     *             "status": "pending",
+                     *             "created_at": "2026-11-26T09:30:00.000Z",
+                     *             "completed_at": null
+                     *           }
+                     *         ],
+                     *         "created_at": "2026-11-26T09:30:00.000Z",
+                     *         "updated_at": "2026-11-26T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["ServiceOrder"];
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getServiceOrderStatus: {
         parameters: {
             query?: {
@@ -7336,6 +7629,96 @@ export interface operations {
             };
         };
     };
+    searchCustomers: {
+        parameters: {
+            query?: {
+                /** @example ada.obi@example.com */
+                email?: string;
+                phone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3C0STMER000000001",
+                     *           "object": "customer",
+                     *           "name": "Ada Obi",
+                     *           "email": "ada.obi@example.com",
+                     *           "phone": "+2348031234567",
+                     *           "country_code": "NG",
+                     *           "tier": "tier_1",
+                     *           "kyc_level": 1,
+                     *           "pin_set": true,
+                     *           "wallets": [
+                     *             {
+                     *               "id": "01JDA0K8Z3WA11ET0000000002",
+                     *               "currency": "NGN"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "updated_at": "2026-11-26T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Customer"][];
+                        /** @description More rows follow in this direction */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createExchangeQuote: {
         parameters: {
             query?: never;
@@ -7995,6 +8378,113 @@ export interface operations {
             };
         };
     };
+    enableWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here; honoured like on money-moving calls. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @example 01JDA0K8Z3SVBSCR1PT10000A0 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3SVBSCR1PT10000A0",
+                     *         "object": "webhook_subscription",
+                     *         "url": "https://example.com/hooks/kobo",
+                     *         "events": [
+                     *           "payment.completed"
+                     *         ],
+                     *         "status": "active",
+                     *         "consecutive_failures": 0,
+                     *         "created_at": "2026-11-26T09:30:00.000Z",
+                     *         "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Subscription"];
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
@@ -8403,6 +8893,638 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01JDA0K8Z3EVENT0000000000C",
+                     *           "object": "api_key",
+                     *           "prefix": "sample",
+                     *           "account": "sample",
+                     *           "env": "test",
+                     *           "scopes": [
+                     *             "sample"
+                     *           ],
+                     *           "ip_allow": [
+                     *             "sample"
+                     *           ],
+                     *           "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *           "status": "active",
+                     *           "label": "Prepaid",
+                     *           "created_at": "2026-11-26T09:30:00.000Z",
+                     *           "expires_at": "2026-11-26T09:30:00.000Z",
+                     *           "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "api_key";
+                            /** @description the first characters of the secret, to tell keys apart */
+                            prefix: string;
+                            account: string;
+                            /** @enum {string} */
+                            env: "test" | "live";
+                            scopes: string[];
+                            ip_allow: string[];
+                            customer_id: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "expired";
+                            label: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            /** @description only in the answer of the create or rotate call */
+                            secret?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here; honoured like on money-moving calls. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "label": "reporting job",
+                 *       "scopes": [
+                 *         "read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    scopes?: string[];
+                    ip_allow?: string[];
+                    customer_id?: string;
+                    /** @description must not contain control characters, lone surrogates, bidi controls or zero-width characters */
+                    label?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "object": "api_key",
+                     *         "prefix": "sample",
+                     *         "account": "sample",
+                     *         "env": "test",
+                     *         "scopes": [
+                     *           "sample"
+                     *         ],
+                     *         "ip_allow": [
+                     *           "sample"
+                     *         ],
+                     *         "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *         "status": "active",
+                     *         "label": "Prepaid",
+                     *         "created_at": "2026-11-26T09:30:00.000Z",
+                     *         "expires_at": "2026-11-26T09:30:00.000Z",
+                     *         "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "api_key";
+                            /** @description the first characters of the secret, to tell keys apart */
+                            prefix: string;
+                            account: string;
+                            /** @enum {string} */
+                            env: "test" | "live";
+                            scopes: string[];
+                            ip_allow: string[];
+                            customer_id: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "expired";
+                            label: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            /** @description only in the answer of the create or rotate call */
+                            secret?: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCurrentKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "object": "api_key",
+                     *         "prefix": "sample",
+                     *         "account": "sample",
+                     *         "env": "test",
+                     *         "scopes": [
+                     *           "sample"
+                     *         ],
+                     *         "ip_allow": [
+                     *           "sample"
+                     *         ],
+                     *         "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *         "status": "active",
+                     *         "label": "Prepaid",
+                     *         "created_at": "2026-11-26T09:30:00.000Z",
+                     *         "expires_at": "2026-11-26T09:30:00.000Z",
+                     *         "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "api_key";
+                            /** @description the first characters of the secret, to tell keys apart */
+                            prefix: string;
+                            account: string;
+                            /** @enum {string} */
+                            env: "test" | "live";
+                            scopes: string[];
+                            ip_allow: string[];
+                            customer_id: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "expired";
+                            label: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            /** @description only in the answer of the create or rotate call */
+                            secret?: string;
+                        };
+                    };
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here; honoured like on money-moving calls. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @example key_01JDA0K8Z3KEY0000000000D0 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "object": "api_key",
+                     *         "prefix": "sample",
+                     *         "account": "sample",
+                     *         "env": "test",
+                     *         "scopes": [
+                     *           "sample"
+                     *         ],
+                     *         "ip_allow": [
+                     *           "sample"
+                     *         ],
+                     *         "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *         "status": "active",
+                     *         "label": "Prepaid",
+                     *         "created_at": "2026-11-26T09:30:00.000Z",
+                     *         "expires_at": "2026-11-26T09:30:00.000Z",
+                     *         "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "api_key";
+                            /** @description the first characters of the secret, to tell keys apart */
+                            prefix: string;
+                            account: string;
+                            /** @enum {string} */
+                            env: "test" | "live";
+                            scopes: string[];
+                            ip_allow: string[];
+                            customer_id: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "expired";
+                            label: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            /** @description only in the answer of the create or rotate call */
+                            secret?: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here; honoured like on money-moving calls. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @example key_01JDA0K8Z3KEY0000000000D0 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "grace_hours": 24
+                 *     }
+                 */
+                "application/json": {
+                    grace_hours?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "01JDA0K8Z3EVENT0000000000C",
+                     *         "object": "api_key",
+                     *         "prefix": "sample",
+                     *         "account": "sample",
+                     *         "env": "test",
+                     *         "scopes": [
+                     *           "sample"
+                     *         ],
+                     *         "ip_allow": [
+                     *           "sample"
+                     *         ],
+                     *         "customer_id": "01JDA0K8Z3C0STMER000000001",
+                     *         "status": "active",
+                     *         "label": "Prepaid",
+                     *         "created_at": "2026-11-26T09:30:00.000Z",
+                     *         "expires_at": "2026-11-26T09:30:00.000Z",
+                     *         "secret": "whsec_3b1f0c9a7d5e4b2a8c6e0f1d9b7a5c3e"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "api_key";
+                            /** @description the first characters of the secret, to tell keys apart */
+                            prefix: string;
+                            account: string;
+                            /** @enum {string} */
+                            env: "test" | "live";
+                            scopes: string[];
+                            ip_allow: string[];
+                            customer_id: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "expired";
+                            label: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            /** @description only in the answer of the create or rotate call */
+                            secret?: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

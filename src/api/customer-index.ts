@@ -33,6 +33,11 @@ export class CustomerIndex {
     return null;
   }
 
+  /** The customer holding this email or phone in this owner (or reserving it for a creation in flight). */
+  find(owner: string, by: { email: string } | { phone: string }): string | undefined {
+    return this.byValue.get('email' in by ? CustomerIndex.emailKey(owner, by.email) : CustomerIndex.phoneKey(owner, by.phone));
+  }
+
   reserve(owner: string, values: { email?: string; phone?: string }, holder: string): void {
     if (values.email !== undefined) this.byValue.set(CustomerIndex.emailKey(owner, values.email), holder);
     if (values.phone !== undefined) this.byValue.set(CustomerIndex.phoneKey(owner, values.phone), holder);

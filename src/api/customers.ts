@@ -7,7 +7,9 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { findCountry } from '../catalogue/countries.ts';
 import { reject, type Rejection } from '../errors.ts';
 import { PARTITIONS } from '../config.ts';
-import type { Reply, RouteDef } from '../http/types.ts';
+import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
+import Type from 'typebox';
+import { partitionOfId } from '../ids.ts';
 import { Customer, CustomerCreate, CustomerPatch, Wallet } from '../schemas/customer.schema.ts';
 import type { CustomerPatchBody } from '../shard/protocol.ts';
 import { byIdHandler, command, errorOf, isRejection, partitionOf, type ApiDeps } from './deps.ts';
@@ -154,6 +156,21 @@ export function customerRoutes(deps: ApiDeps): RouteDef[] {
       handle: (ctx) => createCustomer(deps, ctx),
     },
     {
+      // Beyond the contract (docs/decisions.md): find a customer by email or phone, as the list shape. Not
+      // under /v1/customers/: PATCH /v1/customers/:id would answer there too.
+      method: 'GET',
+      path: '/v1/search/customers',
+      summary: 'Find the customer with this email or phone (normalised as at creation): a list of zero or one',
+      auth: 'key',
+      family: 'customers',
+      accountLevel: true,
+      query: CustomerSearchQuery,
+      response: Customer,
+      list: true,
+      errors: ['VALIDATION', 'FORBIDDEN'],
+      handle: (ctx) => searchCustomer(deps, ctx),
+    },
+    {
       method: 'GET',
       path: '/v1/customers/:id',
       summary: 'Retrieve a customer',
@@ -208,4 +225,25 @@ function walletHandler(deps: ApiDeps): RouteDef['handle'] {
     const denied = accessRejection({ owner: ctx.owner, customerScope: ctx.key?.customerId ?? null }, view, 'wallet');
     return denied === null ? { status: 200, json: view.json } : errorOf(denied);
   };
+}
+
+const CustomerSearchQuery = Type.Object(
+  { email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })), phone: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })) },
+  { additionalProperties: false },
+);
+
+/** GET /v1/search/customers: the index names the holder; its shard answers the customer (or nothing). */
+async function searchCustomer(deps: ApiDeps, ctx: RequestContext): Promise<Reply> {
+  const email = ctx.query.get('email');
+  const phone = ctx.query.get('phone');
+  if ((email === null) === (phone === null)) return errorOf(reject('VALIDATION', 'Send email or phone (one of them).'));
+  const value = email !== null ? normalizeEmail(email) : normalizePhone(phone!);
+  if (isRejection(value)) return errorOf(value);
+  const id = deps.customers.find(ctx.owner, email !== null ? { email: value } : { phone: value });
+  const partition = id === undefined ? -1 : partitionOfId(id);
+  if (id === undefined || partition < 0 || partition >= PARTITIONS) return { status: 200, json: '{"data":[],"has_more":false}' };
+  const found = await command(deps, ctx, partition, { k: 'customer.get', id });
+  if (found.status !== 200) return { status: 200, json: '{"data":[],"has_more":false}' };
+  const customer = (JSON.parse(found.json ?? '{}') as { data?: unknown }).data;
+  return { status: 200, json: JSON.stringify({ data: [customer], has_more: false }) };
 }

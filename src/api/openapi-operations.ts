@@ -19,6 +19,7 @@ export const EXAMPLE_IDS = {
   subscription: '01JDA0K8Z3SVBSCR1PT10000A0',
   delivery: '01JDA0K8Z3DE11VERY000000B0',
   event: '01JDA0K8Z3EVENT0000000000C',
+  key: 'key_01JDA0K8Z3KEY0000000000D0',
 } as const;
 
 export interface OperationDoc {
@@ -69,6 +70,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   // Service orders
   'POST /v1/services/orders': { operationId: 'createServiceOrder', tag: 'Service orders', description: "Creates the order and opens its payment on payment_method. With wallet the debit is inline (payment.status processing); with card the answer carries checkout_url; with bank_transfer, instructions. Fulfilment starts when the payment settles; the outcome arrives as service_order.completed or service_order.failed. The Idempotency-Key may be sent in the body as idempotency_key instead.", request: { country_code: 'NG', service_code: 'airtime', provider_cost_minor: 100000, currency: 'NGN', payment_method: 'wallet', phone: '+2348031234567', operator_code: 'MTN', customer_id: ids.customer } },
   'GET /v1/services/orders/:id': { operationId: 'getServiceOrder', tag: 'Service orders', description: "An order with its pricing and fulfilment snapshots and any refunds. Another customer's order is 404 NOT_FOUND.", params: { id: ids.order } },
+  'POST /v1/services/orders/:id/resolve': { operationId: 'resolveServiceOrder', tag: 'Service orders', description: "Beyond the contract (an operator's decision, as `kobo orders resolve`): an order held in manual_fulfilment, or unknown after a rail timeout, is resolved delivered (completed) or failed (failed; its money goes back). Account keys only: a customer-scoped key is 403; any other status is 409 CONFLICT.", params: { id: ids.order }, request: { outcome: 'delivered' } },
   'GET /v1/services/orders/:id/status': { operationId: 'getServiceOrderStatus', tag: 'Service orders', description: 'The compact status of an order, cheap enough to poll while the customer completes a payment.', params: { id: ids.order } },
   // Transactions
   'POST /v1/transactions': { operationId: 'createTransaction', description: 'Records a money-moving attempt as pending. Payments, transfers, exchanges and orders create their own transactions; this call is for callers that track an attempt themselves.', request: { type: 'payment', customer_id: ids.customer, amount_minor: 150000, currency: 'NGN', reference: 'order-1042' } },
@@ -88,6 +90,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v1/customers': { operationId: 'createCustomer', description: 'Creates a customer and its home-currency wallet. Email and phone are unique per account: a second customer with either is 409 DUPLICATE.', request: { name: 'Ada Obi', email: 'ada.obi@example.com', phone: '+2348031234567', country_code: 'NG' } },
   'GET /v1/customers/:id': { operationId: 'getCustomer', description: 'A customer with its tier, KYC level and wallets.', params: { id: ids.customer } },
   'PATCH /v1/customers/:id': { operationId: 'updateCustomer', description: 'Changes any of name, email, phone, transaction PIN (null removes it), tier or KYC level; at least one field.', params: { id: ids.customer }, request: { name: 'Ada N. Obi', kyc_level: 2 } },
+  'GET /v1/search/customers': { operationId: 'searchCustomers', tag: 'Customers', description: 'Beyond the contract: the customer with this email or phone (normalised as at creation), as a list of zero or one. Send one of email or phone. Account keys only.', params: { email: 'ada.obi@example.com' } },
   'GET /v1/wallets/:id': { operationId: 'getWallet', description: 'A wallet with its available and held balances in minor units.', params: { id: ids.wallet } },
   // Exchange
   'POST /v1/exchange/quotes': { operationId: 'createExchangeQuote', description: 'Quotes converting from_amount_minor of one currency into another at the customer rate (after spread), valid until expires_at.', request: { customer_id: ids.customer, from_currency: 'NGN', to_currency: 'USD', from_amount_minor: 1500000 } },
@@ -95,8 +98,15 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   // Webhooks
   'POST /v1/webhooks/subscriptions': { operationId: 'createWebhookSubscription', description: 'Subscribes an HTTPS URL to event types. The signing secret (whsec_…) is in this answer only: store it to verify X-Service-Signature.', request: { url: 'https://example.com/hooks/kobo', events: ['payment.completed', 'transfer.failed'] } },
   'GET /v1/webhooks/subscriptions': { operationId: 'listWebhookSubscriptions', description: "The account's subscriptions with their status and consecutive failures, never their secrets." },
+  'POST /v1/webhooks/subscriptions/:id/enable': { operationId: 'enableWebhookSubscription', description: 'Beyond the contract (as `kobo webhooks enable`): re-enables a subscription disabled after repeated failures; its failure count starts again at 0. Account keys only.', params: { id: ids.subscription } },
   'GET /v1/webhooks/deliveries': { operationId: 'listWebhookDeliveries', description: 'Delivery attempts, newest first, with each attempt logged; filter by subscription, event type or status.', params: { event_type: 'payment.completed', status: 'failed', limit: '20' } },
   'POST /v1/webhooks/deliveries/:id/redeliver': { operationId: 'redeliverWebhook', description: 'Queues a fresh delivery of the same event (new timestamp and signature), also for a disabled subscription after it is fixed.', params: { id: ids.delivery } },
+  // Keys (beyond the contract: `kobo keys` over HTTP)
+  'GET /v1/keys': { operationId: 'listKeys', description: "The account's keys in this key's environment (sk_test_ or sk_live_), active, expired and revoked, never a secret. Account keys only." },
+  'GET /v1/keys/self': { operationId: 'getCurrentKey', description: 'The key making the request: its account, environment, scopes and, for a customer-scoped key, its customer. Never its secret.' },
+  'POST /v1/keys': { operationId: 'createKey', description: "Creates a key in this account and environment (scopes default to '*'; customer_id makes a customer-scoped key). Its secret is in this answer only; a replay of the same Idempotency-Key answers without it. Needs a key with the '*' scope.", request: { label: 'reporting job', scopes: ['read'] } },
+  'POST /v1/keys/:id/revoke': { operationId: 'revokeKey', description: "Revokes a key at once (401 within a second). A key cannot revoke itself (409): rotate it, or use another key. Needs a key with the '*' scope.", params: { id: ids.key } },
+  'POST /v1/keys/:id/rotate': { operationId: 'rotateKey', description: "Creates a replacement with the same grants; its secret is in this answer only. The old key keeps working for grace_hours (default 24, at most 168), then is refused. Needs a key with the '*' scope.", params: { id: ids.key }, request: { grace_hours: 24 } },
   // Sandbox checkout
   'GET /v1/checkout/:id': { operationId: 'getCheckoutPage', description: 'The sandbox hosted card page a card payment redirects to (HTML). The token from redirect_url authorises it; no key.', params: { id: ids.payment, token: '5f1c2a9e0b7d4c3a8e6f1d2b9c0a7e4f' }, response: '<!doctype html>…' },
   'POST /v1/checkout/:id/complete': { operationId: 'completeCheckout', description: 'The payer pays on the sandbox checkout page: the card payment settles (answers the result page, HTML).', params: { id: ids.payment, token: '5f1c2a9e0b7d4c3a8e6f1d2b9c0a7e4f' }, response: '<!doctype html>…' },

@@ -22,6 +22,7 @@ export const TAGS: readonly TagDoc[] = [
   { name: 'Wallets', families: ['wallets'], description: "A customer's balance in one currency: available and held amounts." },
   { name: 'Webhooks', families: ['webhooks'], description: 'Subscribe an HTTPS URL to event types, list subscriptions and delivery attempts, redeliver an event. Deliveries are signed (X-Service-Signature).' },
   { name: 'Events', families: ['events'], description: 'What webhooks carry: one object per event, deduplicated on event_key. The payload of each event type is under Webhooks in this document.' },
+  { name: 'Keys', families: ['keys'], description: "Beyond the contract: the account's API keys over HTTP (what `kobo keys` does): list, create, revoke, rotate. A secret is answered once. Account keys only." },
   { name: 'Checkout', families: ['checkout'], description: 'Sandbox hosted card checkout: the page a payment.provider.redirect_url points to, and the payer completing or declining there.' },
   { name: 'Test helpers', families: ['test_helpers'], description: 'Sandbox keys only: settle or fail a payment as the rail would, move the account clock, take a service rail down.' },
   { name: 'Connectors', families: ['connectors'], description: 'Live rails report outcomes here, signed with their connector secret.' },

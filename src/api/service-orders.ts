@@ -10,7 +10,10 @@ import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from '../http/idempotency.ts';
 import { OrderReadQuery, OrderStatusProjection, ServiceOrder, ServiceOrderCreate, ServiceOrderCreated, ServiceQuote, ServiceQuoteCreate } from '../schemas/service-order.schema.ts';
 import type { ServiceRequest } from '../shard/protocol.ts';
-import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, byIdHandler } from './deps.ts';
+import { type ApiDeps, command, currencyProblem, customerTarget, errorOf, byIdHandler, isRejection, partitionOf } from './deps.ts';
+import Type from 'typebox';
+
+const OrderResolve = Type.Object({ outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed')]) }, { additionalProperties: false });
 import { customerCountry, pinCheck } from './transfers.ts';
 import { liveMidRate } from './live-fx.ts';
 import { isLiveOwner } from '../rails/coverage.ts';
@@ -138,6 +141,27 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
       response: ServiceOrder,
       errors: ['VALIDATION', 'NOT_FOUND'],
       handle: orderById(deps, 'full'),
+    },
+    {
+      // Beyond the contract (docs/decisions.md): `kobo orders resolve` over HTTP, the same shard command.
+      method: 'POST',
+      path: '/v1/services/orders/:id/resolve',
+      summary: 'Resolve an order held for manual fulfilment (or unknown after a rail timeout): delivered completes it, failed gives its money back',
+      auth: 'key',
+      family: 'services',
+      accountLevel: true,
+      body: OrderResolve,
+      response: ServiceOrder,
+      errors: ['VALIDATION', 'NOT_FOUND', 'CONFLICT', 'FORBIDDEN'],
+      handle: async (ctx) => {
+        const id = ctx.params.id ?? '';
+        const partition = partitionOf(id, 'service order');
+        if (isRejection(partition)) return errorOf(partition);
+        const outcome = (ctx.body as { outcome: 'delivered' | 'failed' }).outcome;
+        const resolved = await command(deps, ctx, partition, { k: 'order.resolve', id, outcome });
+        if (resolved.status !== 200) return resolved;
+        return command(deps, ctx, partition, { k: 'order.get', id, projection: 'full', customerId: null });
+      },
     },
     {
       method: 'GET',

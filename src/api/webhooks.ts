@@ -100,6 +100,26 @@ export function webhookRoutes(deps: WebhookDeps): RouteDef[] {
       handle: (ctx) => json(200, deps.store.subscriptions(ctx.owner).map((s) => subscriptionView(s))),
     },
     {
+      // Beyond the contract (docs/decisions.md): `kobo webhooks enable` over HTTP, for the console.
+      method: 'POST',
+      path: '/v1/webhooks/subscriptions/:id/enable',
+      summary: 'Re-enable a subscription (disabled after repeated failures); its failure count starts again at 0',
+      auth: 'key',
+      family: 'webhooks',
+      response: Subscription,
+      accountLevel: true,
+      errors: ['VALIDATION', 'NOT_FOUND', 'FORBIDDEN'],
+      handle: (ctx) => {
+        const id = ctx.params.id ?? '';
+        if (!isUlid(id)) return errorOf(reject('VALIDATION', 'subscription id is not a ULID.'));
+        const sub = deps.store.subscription(id);
+        if (sub === undefined || sub.owner !== ctx.owner) return errorOf(reject('NOT_FOUND', 'No such subscription.'));
+        deps.store.setStatus(id, 'active', Date.now());
+        deps.dispatcher.tick();
+        return json(200, subscriptionView(deps.store.subscription(id) ?? sub));
+      },
+    },
+    {
       method: 'GET',
       path: '/v1/webhooks/deliveries',
       summary: 'List delivery attempts, newest first, filtered by subscription, event type or status',

@@ -172,7 +172,7 @@ for (const [name, status] of [['enable', 'active'], ['disable', 'disabled']] as 
 const orders = program.command('orders').description('operator decisions on service orders');
 orders
   .command('resolve <orderId>')
-  .description('resolve an order held for manual fulfilment: delivered (completed) or failed (failed; collected money refunded, a wallet hold released)')
+  .description('resolve an order held for manual fulfilment (or unknown after a rail timeout): delivered (completed) or failed (failed; collected money refunded, a wallet hold released)')
   .addOption(new Option('--outcome <outcome>', 'what the operator found').choices(['delivered', 'failed']).makeOptionMandatory())
   .option('--no-wait', 'queue the decision and return at once')
   .action(async (orderId: string, opts: { outcome: 'delivered' | 'failed'; wait: boolean }) => {

@@ -55,7 +55,7 @@ export class Authenticator {
 }
 
 /** The resource families a key's scopes may name (every key-authenticated route belongs to one). */
-export const SCOPE_FAMILIES: readonly string[] = ['beneficiaries', 'customers', 'events', 'exchange', 'payments', 'services', 'test_helpers', 'transactions', 'transfers', 'wallets', 'webhooks'];
+export const SCOPE_FAMILIES: readonly string[] = ['beneficiaries', 'customers', 'events', 'exchange', 'keys', 'payments', 'services', 'test_helpers', 'transactions', 'transfers', 'wallets', 'webhooks'];
 
 /** Why a scope is not one a key can carry ('*', 'read', '<family>', '<family>:read', '<family>:write'), or null. */
 export function scopeProblem(scope: string): string | null {

@@ -60,6 +60,8 @@ interface Incoming {
   contentType: string;
   idempotencyKey: string;
   transactionAuthorization: string;
+  /** Cookie, Origin and Host: read for the console's paths only (src/console/), '' elsewhere. */
+  browser: { cookie: string; origin: string; host: string };
   /** Kobo-Timestamp and Kobo-Signature: how connectors sign their callbacks. */
   signature: { timestamp: string; signature: string };
   /**
@@ -90,6 +92,14 @@ const VALID_QUERIES_MAX = 4_096;
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
 const INTERNAL_MESSAGE = 'An internal error occurred; it is safe to retry with the same Idempotency-Key.';
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+const NO_BROWSER = Object.freeze({ cookie: '', origin: '', host: '' });
+
+/** The headers only the console reads (three uWS calls spared on every API request). */
+function browserHeaders(req: HttpRequest): Incoming['browser'] {
+  if (!req.getUrl().startsWith('/console')) return NO_BROWSER;
+  return { cookie: req.getHeader('cookie'), origin: req.getHeader('origin'), host: req.getHeader('host') };
+}
 
 /**
  * The peer's address as text, from its binary form: IPv4 (and IPv4-mapped IPv6) is formatted here,
@@ -196,6 +206,7 @@ export class HttpServer {
       contentType: write ? req.getHeader('content-type') : '',
       idempotencyKey: write ? idempotencyKeyHeader(req) : '',
       transactionAuthorization: write ? req.getHeader('x-transaction-authorization') : '',
+      browser: browserHeaders(req),
       signature: write ? { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') } : NO_SIGNATURE,
       ip: null,
       forwarded: this.trustProxy === null ? '' : readForwarded(req, this.trustProxy.header),
@@ -397,6 +408,7 @@ export class HttpServer {
       transactionAuthorization: incoming.transactionAuthorization === '' ? null : incoming.transactionAuthorization,
       authorization: incoming.authorization,
       signature: incoming.signature,
+      browser: incoming.browser,
     };
     if (viewerEnv !== undefined) ctx.viewerEnv = viewerEnv;
     if (route.method === 'POST' && key !== null && ctx.idempotencyKey !== null && route.idempotent !== true && route.keyedInShard !== true) {
@@ -434,7 +446,12 @@ export class HttpServer {
     const keyProblem = incoming.idempotencyKey !== '' ? idempotencyKeyProblem(incoming.idempotencyKey) : null;
     if (keyProblem !== null) return { reply: this.errorReply(reject('VALIDATION', keyProblem)) };
     let body: unknown = undefined;
-    if (rawBody.length > 0) {
+    if (rawBody.length > 0 && route.form === true) {
+      // An HTML form's body: the route parses (and bounds) it itself.
+      if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(incoming.contentType)) {
+        return { reply: this.errorReply(reject('UNSUPPORTED_MEDIA_TYPE', 'Send forms as application/x-www-form-urlencoded.')) };
+      }
+    } else if (rawBody.length > 0) {
       if (!/^application\/json\s*(;|$)/i.test(incoming.contentType)) {
         return { reply: this.errorReply(reject('UNSUPPORTED_MEDIA_TYPE', 'Send JSON bodies with Content-Type: application/json.')) };
       }

@@ -38,6 +38,8 @@ export interface RequestContext {
   authorization?: string;
   /** Kobo-Timestamp / Kobo-Signature headers ('' when absent): connector callbacks are signed. */
   signature?: { timestamp: string; signature: string };
+  /** Cookie, Origin and Host of a request to the console ('' for other paths). */
+  browser?: { cookie: string; origin: string; host: string };
   /** Public routes: the environment of a valid key sent anyway (live keys see live availability). */
   viewerEnv?: 'test' | 'live';
 }
@@ -89,6 +91,8 @@ export interface RouteDef {
   keyedInShard?: boolean;
   /** Account-level resource (webhooks, the sandbox clock, collection outcomes, rail switches): a customer-scoped key gets 403. */
   accountLevel?: boolean;
+  /** The body is an HTML form (application/x-www-form-urlencoded), left in rawBody for the route. */
+  form?: boolean;
   body?: TSchema;
   /** The body may be left out entirely (validated against `body` when present). */
   bodyOptional?: boolean;

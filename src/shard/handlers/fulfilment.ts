@@ -11,7 +11,7 @@ import type { WalEvent } from '../events.ts';
 import type { Command, CommandBody } from '../protocol.ts';
 import { pendingRefund, type OrderRefund, type ServiceOrder } from '../state.ts';
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
-import { effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
+import { accessRejection, effectsOf, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { FUNDING_FAILURE_CODE, RAIL_RETRY_AFTER_MS, RETRY_REQUIRED_CODE, type RailAnswer, type RailOp } from '../../rails/rail.ts';
 import { dispatchEvents, moveOrder, movePayment, moveTransaction, orderHandles, orderMoved, orderStep, releaseUsage, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { fulfilmentCall } from '../lifecycle/rail-requests.ts';
@@ -285,12 +285,21 @@ function completeRefund(ctx: HandlerContext, order: ServiceOrder, refund: OrderR
   return [{ t: 'ledger', atMs: ctx.nowMs, ops: [op] }, { t: 'order.refund', id: order.id, refund: { ...refund, status: 'completed', completedAtMs: ctx.nowMs }, atMs: ctx.nowMs }];
 }
 
-/** An operator's decision on an order held for manual fulfilment (kobo orders resolve). */
+/**
+ * An operator's decision on an order held for manual fulfilment, or on one in `unknown` (the rail timed
+ * out) when the operator learnt its outcome from the provider before the requery did: the same step a
+ * reconciliation takes. From `kobo orders resolve` (owner system:operator) or the account's own API call.
+ */
 export function resolveOrder(ctx: HandlerContext, cmd: Command & { k: 'order.resolve' }): Outcome {
   const order = orderOf(ctx, cmd.id);
   if (order === undefined) return rejected(reject('NOT_FOUND', 'No such service order.'));
-  if (!orderHandles(order, 'operator.resolve')) return rejected(reject('CONFLICT', `Order is ${order.status}, not held for manual fulfilment.`));
-  if (cmd.outcome === 'delivered') return { events: deliveredEvents(ctx, order, 'operator.resolve'), reply: done };
-  const failed = failedEvents(ctx, order, cmd.partition, 'operator.resolve', 'An operator failed the purchase.');
+  if (cmd.owner !== 'system:operator') {
+    const denied = accessRejection(cmd, order, 'service order');
+    if (denied !== null) return rejected(denied);
+  }
+  const via = orderHandles(order, 'operator.resolve') ? 'operator.resolve' : orderHandles(order, 'reconcile') ? 'reconcile' : null;
+  if (via === null) return rejected(reject('CONFLICT', `Order is ${order.status}, not held for manual fulfilment or unknown.`));
+  if (cmd.outcome === 'delivered') return { events: deliveredEvents(ctx, order, via), reply: done };
+  const failed = failedEvents(ctx, order, cmd.partition, via, 'An operator failed the purchase.');
   return { events: failed.events, reply: done, effects: failed.effects };
 }
