@@ -9,14 +9,14 @@ import type { KeyRecord } from '../store/control-store.ts';
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocketBehavior } from './uws.ts';
 import { normalizeIp, type Authenticator } from './auth.ts';
 import { ipSubject, type RateDecision, type RateLimiter } from './rate-limit.ts';
-import { idempotencyKeyHeader, idempotencyKeyProblem } from './idempotency.ts';
+import { idempotencyKeyHeader } from './idempotency.ts';
 import { closedForFraming } from './framing.ts';
 import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
-import { validate } from './validate.ts';
 import { writeBodyBounded } from './write-body.ts';
 import { readForwarded, type TrustProxy } from './trust-proxy.ts';
-import { jsonShapeRejection, type JsonPolicy } from './json-policy.ts';
+import type { JsonPolicy } from './json-policy.ts';
+import { Preflight } from './preflight.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 
 export interface ServerDeps {
@@ -88,7 +88,6 @@ type Outcome = { reply: Reply; rate?: RateDecision };
 const EMPTY_BODY = Buffer.alloc(0);
 const NO_SIGNATURE = Object.freeze({ timestamp: '', signature: '' });
 /** Query strings remembered as valid (per route); beyond this the memo starts over. */
-const VALID_QUERIES_MAX = 4_096;
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
 const INTERNAL_MESSAGE = 'An internal error occurred; it is safe to retry with the same Idempotency-Key.';
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -121,12 +120,13 @@ export class HttpServer {
   private requestSeq = 0;
   private inFlight = 0;
   private draining = false;
-  private readonly validQueries = new Map<string, URLSearchParams>();
+  private readonly checks: Preflight;
   private drained: (() => void) | null = null;
   private readonly trustProxy: TrustProxy | null;
 
   constructor(private readonly deps: ServerDeps) {
     this.trustProxy = deps.trustProxy ?? null;
+    this.checks = new Preflight({ auth: deps.auth, jsonPolicy: deps.jsonPolicy });
     this.app = uws.App();
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
@@ -390,8 +390,8 @@ export class HttpServer {
       if (!('code' in viewer)) viewerEnv = viewer.env;
     }
     if (!rate.allowed) return { reply: this.rateLimited(rate), rate };
-    const refused = this.preflight(route, key, incoming, rawBody);
-    if ('reply' in refused) return { reply: refused.reply, rate };
+    const refused = this.checks.run(route, key, incoming, rawBody, key !== null && key.ipAllow.length > 0 ? this.ipOf(incoming) : '');
+    if ('rejection' in refused) return { reply: this.errorReply(refused.rejection), rate };
     const owner = key === null ? 'public:public' : `${key.env}:${key.account}`;
     const ctx: RequestContext = {
       requestId: incoming.requestId,
@@ -421,70 +421,6 @@ export class HttpServer {
     }
     const reply = route.handle(ctx);
     return reply instanceof Promise ? reply.then((done) => ({ reply: done, rate })) : { reply, rate };
-  }
-
-  /** Every check that needs no shard: grants, sandbox-only, idempotency header, content type, schemas. */
-  private preflight(
-    route: CompiledRoute,
-    key: KeyRecord | null,
-    incoming: Incoming,
-    rawBody: Buffer,
-  ): { reply: Reply } | { body: unknown; query: URLSearchParams } {
-    if (key !== null) {
-      const denied = this.deps.auth.authorize(key, route, key.ipAllow.length > 0 ? this.ipOf(incoming) : '');
-      if (denied !== null) return { reply: this.errorReply(denied) };
-      if (route.accountLevel === true && key.customerId !== null) {
-        return { reply: this.errorReply(reject('FORBIDDEN', 'A customer-scoped key cannot reach account-level resources (webhooks, the sandbox clock, collection outcomes, rail switches).')) };
-      }
-      if (route.sandboxOnly === true && key.env !== 'test') {
-        return { reply: this.errorReply(reject('NOT_FOUND', 'Test helpers exist only in the sandbox (sk_test_ keys).')) };
-      }
-    }
-    if (route.idempotent === true && incoming.idempotencyKey === '') {
-      return { reply: this.errorReply(reject('IDEMPOTENCY_KEY_REQUIRED', 'This request moves money: send an Idempotency-Key header.')) };
-    }
-    const keyProblem = incoming.idempotencyKey !== '' ? idempotencyKeyProblem(incoming.idempotencyKey) : null;
-    if (keyProblem !== null) return { reply: this.errorReply(reject('VALIDATION', keyProblem)) };
-    let body: unknown = undefined;
-    if (rawBody.length > 0 && route.form === true) {
-      // An HTML form's body: the route parses (and bounds) it itself.
-      if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(incoming.contentType)) {
-        return { reply: this.errorReply(reject('UNSUPPORTED_MEDIA_TYPE', 'Send forms as application/x-www-form-urlencoded.')) };
-      }
-    } else if (rawBody.length > 0) {
-      if (!/^application\/json\s*(;|$)/i.test(incoming.contentType)) {
-        return { reply: this.errorReply(reject('UNSUPPORTED_MEDIA_TYPE', 'Send JSON bodies with Content-Type: application/json.')) };
-      }
-      const shape = jsonShapeRejection(rawBody, this.deps.jsonPolicy);
-      if (shape !== null) return { reply: this.errorReply(shape) };
-      try {
-        body = JSON.parse(rawBody.toString('utf8'));
-      } catch {
-        return { reply: this.errorReply(reject('VALIDATION', 'The body is not valid JSON.')) };
-      }
-    }
-    if (route.bodyValidator !== undefined) {
-      if (body === undefined) {
-        if (route.bodyOptional !== true) return { reply: this.errorReply(reject('VALIDATION', 'A JSON body is required.')) };
-      } else {
-        const invalid = validate(route.bodyValidator, body, 'body');
-        if (invalid !== null) return { reply: this.errorReply(invalid) };
-      }
-    }
-    // Clients repeat the same query strings (a catalogue, a list page): one that passed the route's
-    // schema is kept, parsed, and handed out again. Handlers only read ctx.query.
-    const cacheKey = `${route.method} ${route.path}?${incoming.query}`;
-    let query = this.validQueries.get(cacheKey);
-    if (query === undefined) {
-      query = new URLSearchParams(incoming.query);
-      if (route.queryValidator !== undefined) {
-        const invalid = validate(route.queryValidator, Object.fromEntries(query), 'query');
-        if (invalid !== null) return { reply: this.errorReply(invalid) };
-      }
-      if (this.validQueries.size >= VALID_QUERIES_MAX) this.validQueries.clear();
-      this.validQueries.set(cacheKey, query);
-    }
-    return { body, query };
   }
 
   /** A 500 never carries internal text to the client: the detail goes to the log with the request id. */
