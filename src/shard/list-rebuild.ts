@@ -1,14 +1,15 @@
 // Fills a shard file's list index once from what its partitions hold (customers and beneficiaries in
 // the heap, transactions, payments, transfers and orders hot or cold): a data dir written before lists
 // existed, or restored from a backup, lists its resources from the first start. Shard worker, at start.
-// Invariant: runs once per file (meta `list_index`); events and wallet entries are not rebuilt (the
+// Invariant: runs once per file (meta `list_index_v2`); events and wallet entries are not rebuilt (the
 // records they came from may be gone), only the rows later records derive.
 import type { ListChange, ListKind } from '../store/list-index.ts';
 import type { ShardStore } from '../store/shard-store.ts';
 import type { EntityKind } from '../store/tiers.ts';
 import type { PartitionState } from './state.ts';
 
-export const LIST_INDEX_META = 'list_index';
+/** Version 2: the compact rows of `lists` (a file that had the first layout's `list_rows` rebuilds once). */
+export const LIST_INDEX_META = 'list_index_v2';
 /** Rows written per sqlite transaction while rebuilding. */
 const REBUILD_BATCH_ROWS = 5_000;
 

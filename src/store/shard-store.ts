@@ -133,7 +133,7 @@ export class ShardStore implements ColdReader {
     const last = this.wal.last();
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
     this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
-    const listed = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'list_rows'").get() !== undefined;
+    const listed = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lists'").get() !== undefined;
     this.lists = listed ? new ListIndex(this.db) : null;
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
