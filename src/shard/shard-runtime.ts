@@ -30,6 +30,8 @@ import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
 import { walletOf } from './state.ts';
 import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
 import { startSweeps } from './sweeps.ts';
+import { SqliteJournal } from '../journal/journal.ts';
+import { openJournal, type ShardClusterData } from '../journal/jetstream-journal.ts';
 
 /** Log records whose pointing rows take their bodies in one turn before truncation (~15 ms). */
 const TRUNCATION_FILL_RECORDS = 200;
@@ -56,6 +58,8 @@ export interface ShardWorkerData {
   /** Operator connectors (live rails): their calls run here, as effects after commit. */
   connectors: ConnectorConfig[];
   requeryAfterMs: number;
+  /** Set when this node owns the shard in a cluster: rows are also replicated through JetStream. */
+  cluster?: ShardClusterData;
 }
 
 interface Queued {
@@ -181,7 +185,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   }
 
   /** Pipelined group commit: outputs leave once an fsync begun after their commit has finished. */
-  const gate = new DurableGate<Outputs>((done) => store.syncJournal(done), release, (seconds) => metrics.sync(seconds));
+  const journal = openJournal(new SqliteJournal(store), data.shard, data.cluster);
+  const gate = new DurableGate<Outputs>((done) => journal.sync(done), release, (seconds) => metrics.sync(seconds));
 
   /** Resolves once every commit made so far is durable (snapshots answer only then). */
   function allDurable(): Promise<void> {
@@ -399,6 +404,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         }).then(() => {
           for (const timer of timers) clearInterval(timer);
           closed = true;
+          journal.close();
           store.close();
           port.exit();
         });
