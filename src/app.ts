@@ -15,6 +15,7 @@ import { setLiveRails } from './rails/rails.ts';
 import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
+import { ownerCluster } from './cluster/owner-child.ts';
 import { restrictDataDir } from './store/private-files.ts';
 import { describeHolder, RESTORE_MARKER, tryLockDataDir } from './store/dir-lock.ts';
 import type { ReconciliationNotice } from './metrics/shard-metrics.ts';
@@ -242,6 +243,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     clockOffsets: clocks.entries(),
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,
+    ...ownerCluster(),
     onOutbox: (events) => dispatcher?.ingest(events),
     onWallets: (updates) => walletViews.update(updates),
     onMetrics: (message) => {
