@@ -1,0 +1,170 @@
+// Cluster mode over 3 nats-servers and 3 kobo nodes on 127.0.0.1: payments, transfers and service
+// orders through every node; kill -9 of the owning node under load; a frozen owner (SIGSTOP) coming
+// back after a takeover; a follower and a nats-server killed. Every acknowledged request must be found.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
+import { startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { natsServerBinary } from '../helpers/nats.ts';
+import { kobo } from '../helpers/cli.ts';
+
+const key = secretKey();
+const keys = [`${key}@cluster`];
+const available = natsServerBinary() !== null;
+const skip = available ? false : 'nats-server is not installed (apt-get install nats-server)';
+
+type Api = ReturnType<typeof client>;
+
+interface Acked {
+  path: string;
+  idempotencyKey: string;
+  body: unknown;
+  status: number;
+  reply: unknown;
+}
+
+interface Fixture {
+  sender: { id: string };
+  beneficiary: string;
+  payers: string[];
+}
+
+async function customer(api: Api): Promise<{ id: string }> {
+  const r = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Node', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return r.body.data;
+}
+
+async function fixture(api: Api): Promise<Fixture> {
+  const sender = await customer(api);
+  const p = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: sender.id, amount_minor: 9_000_000, currency: 'NGN', method: 'bank_transfer' } });
+  assert.equal(p.status, 201, JSON.stringify(p.body));
+  assert.equal((await api('POST', `/v1/test_helpers/payments/${p.body.data.id}/settle`)).status, 200);
+  const receiver = await customer(api);
+  const walletId = (await api('GET', `/v1/customers/${receiver.id}`)).body.data.wallets[0].id;
+  const b = await api('POST', '/v1/beneficiaries', { idempotencyKey: idem(), body: { customer_id: sender.id, type: 'wallet', account_number: walletId, currency: 'NGN' } });
+  assert.equal(b.status, 201, JSON.stringify(b.body));
+  const payers = [await customer(api), await customer(api)].map((c) => c.id);
+  return { sender, beneficiary: b.body.data.id, payers };
+}
+
+/** The i-th request of the mix: a payment, a wallet transfer, or a service order paid from the wallet. */
+function requestOf(f: Fixture, i: number): { path: string; body: unknown } {
+  switch (i % 3) {
+    case 0:
+      return { path: '/v1/payments', body: { customer_id: f.payers[i % 2], amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' } };
+    case 1:
+      return { path: '/v1/transfers', body: { customer_id: f.sender.id, beneficiary_id: f.beneficiary, amount_minor: 100, currency: 'NGN' } };
+    default:
+      return { path: '/v1/services/orders', body: { customer_id: f.sender.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone: '+2348031234567' } };
+  }
+}
+
+/** Concurrent writers through the nodes `via` until `running()` is false; every 2xx is recorded. */
+async function load(apis: () => Api[], f: Fixture, running: () => boolean, acked: Acked[], errors: string[], writers = 6): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: writers }, async () => {
+      while (running()) {
+        const i = next++;
+        const list = apis();
+        const api = list[i % list.length]!;
+        const { path, body } = requestOf(f, i);
+        const idempotencyKey = idem();
+        try {
+          const r = await api('POST', path, { idempotencyKey, body });
+          if (r.status >= 200 && r.status < 300) acked.push({ path, idempotencyKey, body, status: r.status, reply: r.body });
+          else errors.push(`${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+        } catch (error) {
+          errors.push(`fetch: ${(error as Error).message}`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    }),
+  );
+}
+
+/** Every acknowledged request, replayed with its key through `api`: the same status and body. */
+async function replayAll(api: Api, acked: readonly Acked[]): Promise<void> {
+  for (let i = 0; i < acked.length; i += 8) {
+    await Promise.all(
+      acked.slice(i, i + 8).map(async (a) => {
+        const again = await api('POST', a.path, { idempotencyKey: a.idempotencyKey, body: a.body });
+        assert.equal(again.status, a.status, `replay of ${a.path} ${a.idempotencyKey}: ${JSON.stringify(again.body)}`);
+        assert.deepEqual(again.body, a.reply, `replay of ${a.path} ${a.idempotencyKey}`);
+      }),
+    );
+  }
+}
+
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+async function withCluster(run: (cluster: KoboCluster) => Promise<void>): Promise<void> {
+  const cluster = await startKoboCluster({ keys });
+  try {
+    await run(cluster);
+  } catch (error) {
+    for (const node of cluster.nodes) process.stderr.write(`--- ${node.name}\n${node.server.output().split('\n').filter((l) => !/"msg":"request"/.test(l)).slice(-40).join('\n')}\n`);
+    throw error;
+  } finally {
+    await cluster.stop();
+  }
+}
+
+test('cluster: kill -9 of the owning node under load → every acknowledged request replays the same on the new owner, verify clean, writes again within 15 s', { skip, timeout: 180_000 }, () =>
+  withCluster(async (cluster) => {
+    const first = await cluster.owner();
+    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+    const f = await fixture(apis[(first + 1) % 3]!);
+    const acked: Acked[] = [];
+    const errors: string[] = [];
+    let alive = [0, 1, 2];
+    let running = true;
+    const loading = load(() => alive.map((i) => apis[i]!), f, () => running, acked, errors);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const ackedBefore = acked.length;
+    assert.ok(ackedBefore > 20, `load before the kill: ${ackedBefore} acknowledged, errors ${errors.slice(0, 3).join('; ')}`);
+    const serving = cluster.nodes[first]!.servingPid();
+    assert.notEqual(serving, null);
+    const killedAt = Date.now();
+    alive = alive.filter((i) => i !== first);
+    await cluster.nodes[first]!.server.kill();
+    // The server of the killed node goes with it (its IPC channel closes).
+    for (let i = 0; i < 50 && !processGone(serving!); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(processGone(serving!), 'the killed node\'s server exits');
+    // Writes through a surviving node succeed again within 15 s.
+    const survivor = apis[alive[0]!]!;
+    let recoveredMs = -1;
+    while (Date.now() - killedAt < 20_000) {
+      const r = await survivor('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'After', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } }).catch(() => null);
+      if (r !== null && r.status === 201) {
+        recoveredMs = Date.now() - killedAt;
+        break;
+      }
+      if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
+      if (r !== null) assert.ok(r.headers.get('retry-after') !== null, 'a 503 during the move says when to retry');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.ok(recoveredMs >= 0 && recoveredMs <= 15_000, `writes succeed again ${recoveredMs} ms after the kill`);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    running = false;
+    await loading;
+    const owner = await cluster.owner(10_000, first);
+    assert.ok(acked.length > ackedBefore, 'writes acknowledged after the takeover too');
+    process.stdout.write(`# acknowledged ${acked.length} (${ackedBefore} before the kill), writes again after ${recoveredMs} ms\n`);
+    for (const path of ['/v1/payments', '/v1/transfers', '/v1/services/orders']) assert.ok(acked.some((a) => a.path === path), `${path} acknowledged`);
+    // What failed was cut by the kill or waited for the move: nothing else.
+    for (const error of errors) assert.match(error, /^(503 |fetch: )/);
+    await replayAll(apis[owner]!, acked);
+    // Through the other surviving node too (forwarded).
+    await replayAll(apis[alive.find((i) => i !== owner)!]!, acked.slice(0, 30));
+    const verify = kobo(cluster.nodes[owner]!.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on the new owner:\n${verify.stdout}\n${verify.stderr}`);
+  }));
