@@ -168,3 +168,62 @@ test('cluster: kill -9 of the owning node under load → every acknowledged requ
     const verify = kobo(cluster.nodes[owner]!.server.dataDir, 'verify');
     assert.equal(verify.status, 0, `verify on the new owner:\n${verify.stdout}\n${verify.stderr}`);
   }));
+
+test('cluster: a frozen owner (SIGSTOP) loses its lease, and after SIGCONT acknowledges nothing the new owner lacks; its server exits and its copy follows again', { skip, timeout: 180_000 }, () =>
+  withCluster(async (cluster) => {
+    const stale = await cluster.owner();
+    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+    const f = await fixture(apis[(stale + 1) % 3]!);
+    const acked: Acked[] = [];
+    const errors: string[] = [];
+    let running = true;
+    // Writers keep going through every node, the frozen one included: its answers come after SIGCONT.
+    const loading = load(() => apis, f, () => running, acked, errors);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const supervisor = cluster.nodes[stale]!.server.child.pid!;
+    const serving = cluster.nodes[stale]!.servingPid()!;
+    process.kill(serving, 'SIGSTOP');
+    process.kill(supervisor, 'SIGSTOP');
+    const owner = await cluster.owner(30_000, stale);
+    const after = await apis[owner]!('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'New owner', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    assert.equal(after.status, 201);
+    process.kill(supervisor, 'SIGCONT');
+    process.kill(serving, 'SIGCONT');
+    for (let i = 0; i < 100 && !processGone(serving); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(processGone(serving), 'the stale owner\'s server stops');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    running = false;
+    await loading;
+    process.stdout.write(`# acknowledged ${acked.length}; refused or cut ${errors.length}\n`);
+    // Every 2xx any client saw, the frozen node's late answers included, is the new owner's.
+    await replayAll(apis[owner]!, acked);
+    // The former owner forwards again, and its copy of the log is the stream's (its own tail cut).
+    const forwarded = await apis[stale]!('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Via stale', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    assert.equal(forwarded.status, 201, JSON.stringify(forwarded.body));
+    const verify = kobo(cluster.nodes[stale]!.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on the former owner's copy:\n${verify.stdout}\n${verify.stderr}`);
+  }));
+
+test('cluster: killing a follower node, then one nats-server, under load → no error and no lost write', { skip, timeout: 180_000 }, () =>
+  withCluster(async (cluster) => {
+    const owner = await cluster.owner();
+    const follower = (owner + 1) % 3;
+    const victim = (owner + 2) % 3;
+    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+    const f = await fixture(apis[follower]!);
+    const acked: Acked[] = [];
+    const errors: string[] = [];
+    let running = true;
+    const loading = load(() => [apis[owner]!, apis[follower]!], f, () => running, acked, errors);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await cluster.nodes[victim]!.server.kill();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await cluster.nats.kill(0);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    running = false;
+    await loading;
+    process.stdout.write(`# acknowledged ${acked.length}\n`);
+    assert.deepEqual(errors, []);
+    assert.equal(await cluster.owner(1_000), owner, 'ownership did not move');
+    await replayAll(apis[owner]!, acked);
+  }));
