@@ -74,16 +74,21 @@ export class ShardFollower {
 
   /** Follows the stream from this copy's position until `stop` (a warm standby). */
   async follow(): Promise<void> {
+    if (this.store === null) return;
     const consumer = await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
     const messages = await consumer.consume({ max_messages: APPLY_ROWS_MAX });
     this.messages = messages;
     this.following = (async () => {
       for await (const m of messages) {
+        if (this.store === null) return;
         if (m.seq <= this.seq) continue;
         this.apply(m.seq, rowOf(m.headers, m.data));
         if (m.info.pending === 0) this.flush();
       }
-    })();
+    })().catch((error: unknown) => {
+      // This copy stops where it is; a takeover catches it up from the stream, or refuses.
+      process.stderr.write(`kobo: follower of shard ${this.shard} stopped: ${(error as Error).message}\n`);
+    });
   }
 
   /** Stops following; what was received is written. */

@@ -21,6 +21,8 @@ const LEASE_MARGIN_MS = 1_000;
 const LEASE_POLL_MS = 250;
 /** How long the started server may take to recover and listen. */
 const CHILD_START_MS_MAX = 60_000;
+/** A renewal unanswered this long is sent again at the next poll (a reconnection may have eaten it). */
+const RENEW_TIMEOUT_MS = 1_000;
 /** Attempts at fencing a stream whose tail moves meanwhile (a former owner still publishing). */
 const FENCE_ATTEMPTS_MAX = 20;
 
@@ -152,7 +154,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const renew = async (): Promise<void> => {
     const sentAt = Date.now();
     try {
-      revision = await kv.update(OWNER_KEY, JSON.stringify(value), revision);
+      revision = await kv.update(OWNER_KEY, JSON.stringify(value), revision, RENEW_TIMEOUT_MS);
       leaseUntilMs = sentAt + leaseMs - LEASE_MARGIN_MS;
       child?.send({ type: 'lease', untilMs: leaseUntilMs } satisfies LeaseMessage);
     } catch (error) {
@@ -187,6 +189,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     await takeOver(revision);
   };
 
+  await openFollowers();
   let polling = false;
   const timer = setInterval(() => {
     if (polling || stopped) return;
@@ -198,7 +201,6 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => {});
   }, 1_000);
 
-  await openFollowers();
   log(`listening on http://${config.host}:${fronts.publicPort} (cluster node ${cluster.node}, internal ${cluster.internalHost}:${fronts.internalPort}, ${shards} shard(s), data ${config.dataDir})`);
 
   return {

@@ -26,6 +26,9 @@ function unavailable(res: http.ServerResponse, message: string): void {
   res.end(body);
 }
 
+/** Forwards on kept-alive connections (the owner's server or another node's internal listener). */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
 function forward(req: http.IncomingMessage, res: http.ServerResponse, route: Route): void {
   if (route === null) {
     unavailable(res, 'The shard is moving to another node; retry shortly.');
@@ -35,15 +38,32 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse, route: Rou
   const headers = { ...req.headers };
   delete headers[FORWARD_TOKEN_HEADER];
   if (route.token !== undefined) headers[FORWARD_TOKEN_HEADER] = route.token;
-  const upstream = http.request(target, { method: req.method, headers, timeout: FORWARD_TIMEOUT_MS }, (answer) => {
-    res.writeHead(answer.statusCode ?? 502, answer.headers);
-    answer.pipe(res);
-    answer.once('error', () => res.destroy());
+  // The body is read first (the server bounds its size), so a send on a kept-alive socket the other
+  // side had just closed can be made again: that request never reached it.
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.once('error', () => res.destroy());
+  req.once('end', () => {
+    const body = Buffer.concat(chunks);
+    const send = (attempt: number): void => {
+      const upstream = http.request(target, { method: req.method, headers, agent, timeout: FORWARD_TIMEOUT_MS }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.once('error', () => res.destroy());
+      });
+      upstream.once('timeout', () => upstream.destroy(new Error('forward timed out')));
+      upstream.once('error', (error: NodeJS.ErrnoException) => {
+        if (attempt === 1 && upstream.reusedSocket && error.code === 'ECONNRESET') {
+          send(2);
+          return;
+        }
+        // The owner went away mid-request: whether it committed is unknown here, so no 2xx is invented.
+        unavailable(res, 'The owner of the shard did not answer; retry shortly (with the same Idempotency-Key).');
+      });
+      upstream.end(body);
+    };
+    send(1);
   });
-  upstream.once('timeout', () => upstream.destroy(new Error('forward timed out')));
-  // The owner went away mid-request: whether it committed is unknown to this node, so no 2xx is invented.
-  upstream.once('error', () => unavailable(res, 'The owner of the shard did not answer; retry shortly (with the same Idempotency-Key).'));
-  req.pipe(upstream);
 }
 
 function tokenMatches(given: string | string[] | undefined, secret: string): boolean {

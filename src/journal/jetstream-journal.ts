@@ -29,6 +29,8 @@ interface Shipped {
   row: EncodedRow;
   msgId: string;
   acked: boolean;
+  /** Sends so far (an answer to an earlier one is ignored). */
+  attempt: number;
 }
 
 export class JetStreamJournal implements Journal {
@@ -70,7 +72,7 @@ export class JetStreamJournal implements Journal {
   append(row: EncodedRow): JournalPosition {
     const seq = this.nextSeq;
     this.nextSeq += 1;
-    this.shipped.set(seq, { row, msgId: msgIdOf(this.shard, this.cluster.epoch, row.batch), acked: false });
+    this.shipped.set(seq, { row, msgId: msgIdOf(this.shard, this.cluster.epoch, row.batch), acked: false, attempt: 0 });
     if (this.js === null) this.early.push(seq);
     else this.send(seq);
     // Positions are the local copy's (the same LSNs every copy of the log has).
@@ -84,12 +86,23 @@ export class JetStreamJournal implements Journal {
   private send(seq: number): void {
     const entry = this.shipped.get(seq);
     if (entry === undefined || entry.acked || this.failure !== null) return;
+    entry.attempt += 1;
+    const attempt = entry.attempt;
+    // A publish caught in a reconnection may never settle: past its timeout it is sent again (same id).
+    const watchdog = setTimeout(() => {
+      if (entry.attempt === attempt && !entry.acked) this.retry(seq, new Error('no PubAck in time'));
+    }, PUBLISH_TIMEOUT_MS + PUBLISH_RETRY_MS);
+    watchdog.unref();
     this.js!.publish(subjectOf(this.shard), entry.row.body, { msgID: entry.msgId, expect: { lastSequence: seq - 1 }, headers: rowHeaders(entry.row, entry.msgId), timeout: PUBLISH_TIMEOUT_MS }).then(
       (ack) => {
+        clearTimeout(watchdog);
         if (ack.seq !== seq) this.fail(new Error(`shard ${this.shard}: row ${entry.msgId} stored at ${ack.seq}, expected ${seq}`));
         else this.acked(seq);
       },
       (error: unknown) => {
+        clearTimeout(watchdog);
+        // A later attempt is under way (the watchdog sent it): this answer is stale.
+        if (entry.attempt !== attempt || entry.acked) return;
         if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) void this.checkTail(seq, entry);
         else this.retry(seq, error);
       },
@@ -97,6 +110,7 @@ export class JetStreamJournal implements Journal {
   }
 
   private retry(seq: number, error: unknown): void {
+    if (process.env.KOBO_DEBUG_JOURNAL === '1') process.stderr.write(`DEBUGJ shard ${this.shard} retry ${seq} acked ${this.ackedThrough}: ${(error as Error).message}\n`);
     // Past the lease nothing may be acknowledged anyway; until then an election or a slow server is waited out.
     if (!this.leaseHolds()) {
       this.fail(new Error(`shard ${this.shard}: no PubAck for row at ${seq} before the lease ran out`, { cause: error }));
@@ -113,13 +127,15 @@ export class JetStreamJournal implements Journal {
   private async checkTail(seq: number, entry: Shipped): Promise<void> {
     try {
       const last = (await this.jsm!.streams.info(streamOf(this.shard))).state.last_seq;
-      if (last < seq - 1) {
+      if (last < seq) {
+        // Nothing is stored at seq yet (an earlier row was still on its way): send again.
         this.retry(seq, new Error('an earlier row is not stored yet'));
         return;
       }
       const stored = await this.jsm!.streams.getMessage(streamOf(this.shard), { seq });
-      if (stored !== null && stored.header.get('Nats-Msg-Id') === entry.msgId) this.acked(seq);
-      else this.fail(new Error(`shard ${this.shard}: sequence ${seq} of the stream is not ours (another node owns the shard now)`));
+      if (stored === null) this.retry(seq, new Error(`sequence ${seq} could not be read`));
+      else if (stored.header.get('Nats-Msg-Id') === entry.msgId) this.acked(seq);
+      else this.fail(new Error(`shard ${this.shard}: sequence ${seq} of the stream holds ${stored.header.get('Nats-Msg-Id') ?? 'a message without an id'}, not ${entry.msgId} (another node owns the shard now)`));
     } catch (error) {
       this.retry(seq, error);
     }

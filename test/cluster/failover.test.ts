@@ -226,4 +226,9 @@ test('cluster: killing a follower node, then one nats-server, under load → no 
     assert.deepEqual(errors, []);
     assert.equal(await cluster.owner(1_000), owner, 'ownership did not move');
     await replayAll(apis[owner]!, acked);
+    const status = kobo(cluster.nodes[follower]!.server.dataDir, 'cluster', 'status', '--nats', cluster.nats.urls.slice(1).join(','));
+    assert.equal(status.status, 0, status.stderr);
+    assert.match(status.stdout, new RegExp(`^owner: node${owner} \\(epoch \\d+`, 'm'));
+    assert.match(status.stdout, new RegExp(`^  node${follower}  follower  reported \\d+ ms ago  lag \\d+,\\d+$`, 'm'));
+    assert.match(status.stdout, /^ {2}shard 1: last seq \d+/m);
   }));
