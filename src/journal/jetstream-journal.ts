@@ -110,7 +110,6 @@ export class JetStreamJournal implements Journal {
   }
 
   private retry(seq: number, error: unknown): void {
-    if (process.env.KOBO_DEBUG_JOURNAL === '1') process.stderr.write(`DEBUGJ shard ${this.shard} retry ${seq} acked ${this.ackedThrough}: ${(error as Error).message}\n`);
     // Past the lease nothing may be acknowledged anyway; until then an election or a slow server is waited out.
     if (!this.leaseHolds()) {
       this.fail(new Error(`shard ${this.shard}: no PubAck for row at ${seq} before the lease ran out`, { cause: error }));

@@ -46,7 +46,6 @@ export async function startKoboCluster(options: { keys: string[]; size?: number;
           KOBO_CLUSTER_SECRET: CLUSTER_SECRET,
           KOBO_CLUSTER_INTERNAL_PORT: String(internalPort),
           KOBO_CLUSTER_LEASE_SECONDS: '8',
-          KOBO_DEBUG_JOURNAL: '1',
           ...options.env,
         },
       });
