@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { CLUSTER_SECRET, startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 
@@ -122,6 +122,17 @@ test('cluster: kill -9 of the owning node under load → every acknowledged requ
   withCluster(async (cluster) => {
     const first = await cluster.owner();
     const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+    // The internal listener: the cluster secret or 401; a node that does not own never forwards again.
+    const internal = (i: number, headers: Record<string, string>) => client(`http://127.0.0.1:${cluster.nodes[i]!.internalPort}`, key)('GET', '/healthz', { headers });
+    const refused = await internal(first, {});
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error.code, 'UNAUTHENTICATED');
+    assert.equal((await internal(first, { 'x-kobo-cluster-token': `${CLUSTER_SECRET}x` })).status, 401);
+    assert.equal((await internal(first, { 'x-kobo-cluster-token': CLUSTER_SECRET })).status, 200);
+    const notOwner = await internal((first + 1) % 3, { 'x-kobo-cluster-token': CLUSTER_SECRET });
+    assert.equal(notOwner.status, 503);
+    assert.equal(notOwner.body.error.code, 'UNAVAILABLE');
+    assert.equal(notOwner.headers.get('retry-after'), '1');
     const f = await fixture(apis[(first + 1) % 3]!);
     const acked: Acked[] = [];
     const errors: string[] = [];
