@@ -54,6 +54,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   let child: ChildProcess | null = null;
   let childPort = 0;
   let stopped = false;
+  /** A stop is under way: no claim, no new follower; renewals go on until the server has exited. */
+  let stopping = false;
   let followers: ShardFollower[] = [];
 
   const openFollowers = async (): Promise<void> => {
@@ -94,7 +96,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     role = 'follower';
     childPort = 0;
     leaseUntilMs = 0;
-    if (!stopped && followers.length === 0) await openFollowers();
+    if (!stopping && followers.length === 0) await openFollowers();
   };
 
   const startChild = async (epoch: number, fences: number[]): Promise<void> => {
@@ -122,6 +124,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     started.once('exit', (code, signal) => {
       if (child === started) child = null;
       log(`cluster: ${cluster.node}'s server exited (${signal ?? code}); following again`);
+      if (stopping) return; // the stop hands the lease back
       // Whatever stopped it (a foreign tail, a fault), this node no longer serves: the lease lapses.
       revision = 0;
       void becomeFollower();
@@ -177,7 +180,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     const entry = await kv.get(OWNER_KEY).catch(() => null);
     const live = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
     owner = live;
-    if (live !== null || role !== 'follower' || child !== null) return;
+    if (live !== null || role !== 'follower' || child !== null || stopping) return;
     const sentAt = Date.now();
     try {
       revision = await kv.create(OWNER_KEY, JSON.stringify(value));
@@ -206,18 +209,22 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   return {
     publicPort: fronts.publicPort,
     stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      clearInterval(statusTimer);
-      await fronts.close();
+      // The server drains its requests (KOBO_DRAIN_MS) and snapshots while the lease is still renewed.
+      stopping = true;
+      fronts.stopAccepting();
       if (child !== null) {
         const running = child;
         const exited = new Promise((resolve) => running.once('exit', resolve));
         running.kill('SIGTERM');
         await exited;
       }
+      stopped = true;
+      clearInterval(timer);
+      clearInterval(statusTimer);
+      while (polling) await new Promise((resolve) => setTimeout(resolve, 10));
       // Handing the lease back lets another node take over without waiting for its TTL.
       if (revision > 0) await kv.delete(OWNER_KEY, { previousSeq: revision }).catch(() => {});
+      fronts.close();
       await closeFollowers();
       await nc.drain();
     },

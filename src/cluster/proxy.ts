@@ -76,7 +76,10 @@ function tokenMatches(given: string | string[] | undefined, secret: string): boo
 export interface Fronts {
   publicPort: number;
   internalPort: number;
-  close: () => Promise<void>;
+  /** Stops accepting connections; requests under way go on. */
+  stopAccepting: () => void;
+  /** Cuts whatever connection is left. */
+  close: () => void;
 }
 
 /**
@@ -113,9 +116,12 @@ export async function startFronts(options: { host: string; port: number; interna
   return {
     publicPort,
     internalPort,
-    close: async () => {
+    stopAccepting: () => {
+      publicServer.close();
+      internalServer.close();
+    },
+    close: () => {
       for (const socket of open) socket.destroy();
-      await Promise.all([new Promise((r) => publicServer.close(r)), new Promise((r) => internalServer.close(r))]);
     },
   };
 }
