@@ -13,6 +13,8 @@ export interface ClusterConfig {
   advertiseUrl: string;
   leaseSeconds: number;
   replicas: number;
+  /** How often the owner writes an image to the object store (0: never; the streams are then never purged). */
+  imageIntervalSeconds: number;
 }
 
 /** A shared secret shorter than this is refused (it authenticates forwarded requests). */
@@ -48,5 +50,6 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): Cluster
     advertiseUrl,
     leaseSeconds: intOf(env, 'KOBO_CLUSTER_LEASE_SECONDS', 5, 2, 300),
     replicas: intOf(env, 'KOBO_CLUSTER_REPLICAS', 3, 1, 5),
+    imageIntervalSeconds: intOf(env, 'KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS', 600, 0, 86_400),
   };
 }

@@ -33,6 +33,11 @@ export class ShardFollower {
     this.lsn = lsn ?? 0;
   }
 
+  /** The LSN this copy continues at. */
+  get nextLsn(): number {
+    return this.file.lsnNext;
+  }
+
   /** The last stream sequence this copy holds. */
   get position(): number {
     return this.seq;

@@ -11,6 +11,7 @@ import type { Config } from '../config.ts';
 import type { ClusterConfig } from './cluster-config.ts';
 import { ensureLayout } from '../shard/layout.ts';
 import { ShardFollower } from './follower.ts';
+import { ClusterImages } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { apiErrorCode, connectJetStream, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
 import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
@@ -45,6 +46,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   await ensureStreams(jsm, shards, cluster.replicas);
   const kv = await new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 });
   const leaseMs = cluster.leaseSeconds * 1_000;
+  const images = await ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas });
   const value: OwnerValue = { node: cluster.node, url: cluster.advertiseUrl };
 
   let role: Role = 'follower';
@@ -59,7 +61,17 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   let followers: ShardFollower[] = [];
 
   const openFollowers = async (): Promise<void> => {
-    followers = Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
+    const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
+    followers = create();
+    for (const follower of followers) {
+      if (await images.continuable(follower.shard, follower.nextLsn)) continue;
+      // The stream was purged past this copy (a new node, or one away for long): start from the newest image.
+      for (const f of followers) f.close();
+      const restored = await images.restoreNewest();
+      log(`cluster: ${cluster.node}'s copy is behind the purged streams; restored image ${restored ?? '(none found)'}`);
+      followers = create();
+      break;
+    }
     for (const follower of followers) await follower.follow();
   };
   const closeFollowers = async (): Promise<void> => {
@@ -199,6 +211,17 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     polling = true;
     void poll().finally(() => (polling = false));
   }, Math.min(LEASE_POLL_MS, leaseMs / 3));
+  let imaging = false;
+  const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
+    if (imaging || role !== 'owner' || stopping) return;
+    imaging = true;
+    void images.publish(revision).then(
+      (written) => {
+        if (!written) log(`cluster: image not written (the streams did not hold its rows yet)`);
+      },
+      (error: unknown) => log(`cluster: image failed: ${(error as Error).message}`),
+    ).finally(() => (imaging = false));
+  }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), atMs: Date.now() };
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => {});
@@ -221,6 +244,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       stopped = true;
       clearInterval(timer);
       clearInterval(statusTimer);
+      if (imageTimer !== null) clearInterval(imageTimer);
       while (polling) await new Promise((resolve) => setTimeout(resolve, 10));
       // Handing the lease back lets another node take over without waiting for its TTL.
       if (revision > 0) await kv.delete(OWNER_KEY, { previousSeq: revision }).catch(() => {});

@@ -108,8 +108,8 @@ function processGone(pid: number): boolean {
   }
 }
 
-async function withCluster(run: (cluster: KoboCluster) => Promise<void>): Promise<void> {
-  const cluster = await startKoboCluster({ keys });
+async function withCluster(run: (cluster: KoboCluster) => Promise<void>, options: { size?: number; env?: Record<string, string> } = {}): Promise<void> {
+  const cluster = await startKoboCluster({ keys, ...options });
   try {
     await run(cluster);
   } catch (error) {
@@ -271,3 +271,45 @@ test('cluster: SIGTERM of the owning node under load → its server drains, the 
     for (const error of errors) assert.match(error, /^503 /);
     await replayAll(apis[next]!, acked);
   }));
+
+test('cluster: the owner writes images to the object store and purges the streams; a node with an empty data dir starts from the newest image, follows, and after both old nodes are gone serves every acknowledged request', { skip, timeout: 240_000 }, () =>
+  withCluster(async (cluster) => {
+    const first = await cluster.owner();
+    const other = 1 - first;
+    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+    const f = await fixture(apis[other]!);
+    const acked: Acked[] = [];
+    const errors: string[] = [];
+    let running = true;
+    const loading = load(() => [apis[0]!, apis[1]!], f, () => running, acked, errors, 4);
+    const nats = cluster.nats.urls.join(',');
+    const statusOf = (dataDir: string) => {
+      const r = kobo(dataDir, 'cluster', 'status', '--json', '--nats', nats);
+      assert.equal(r.status, 0, r.stderr);
+      return JSON.parse(r.stdout) as { nodes: Array<{ node: string; role: string; lag: number[] }>; shards: Array<{ lastSeq: number; messages: number }> };
+    };
+    // Images every 2 s: the streams are purged below the older kept image.
+    for (let i = 0; i < 60; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const status = statusOf(cluster.nodes[other]!.server.dataDir);
+      if (status.shards.every((s) => s.messages < s.lastSeq)) break;
+    }
+    const purged = statusOf(cluster.nodes[other]!.server.dataDir);
+    assert.ok(purged.shards.every((s) => s.messages < s.lastSeq), `streams purged: ${JSON.stringify(purged.shards)}`);
+    const fresh = await cluster.addNode();
+    const newcomer = cluster.nodes.length - 1;
+    assert.match(fresh.server.output(), /restored image image-/);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    running = false;
+    await loading;
+    for (const error of errors) assert.match(error, /^503 /);
+    // The old nodes go: the follower killed, the owner stopped (it hands the lease back).
+    await cluster.nodes[other]!.server.kill();
+    await cluster.nodes[first]!.server.stop();
+    assert.equal(await cluster.owner(30_000, first), newcomer);
+    const api = client(fresh.server.baseUrl, key);
+    process.stdout.write(`# acknowledged ${acked.length}\n`);
+    await replayAll(api, acked);
+    const verify = kobo(fresh.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on the node started from an image:\n${verify.stdout}\n${verify.stderr}`);
+  }, { size: 2, env: { KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS: '2' } }));

@@ -21,6 +21,8 @@ export interface KoboCluster {
   nodes: KoboNode[];
   /** Index of the node whose log says it owns, waiting up to `timeoutMs`. */
   owner: (timeoutMs?: number, not?: number) => Promise<number>;
+  /** Starts one more node (an empty data dir). */
+  addNode: () => Promise<KoboNode>;
   stop: () => Promise<void>;
 }
 
@@ -34,23 +36,27 @@ function childOf(pid: number | undefined): number | null {
 export async function startKoboCluster(options: { keys: string[]; size?: number; env?: Record<string, string> }): Promise<KoboCluster> {
   const nats = await startNatsCluster(3);
   const nodes: KoboNode[] = [];
+  const addNode = async (): Promise<KoboNode> => {
+    const i = nodes.length;
+    const internalPort = await freePort();
+    const server = await startServer({
+      keys: options.keys,
+      dataDir: tempDataDir(`kobo-node${i}`),
+      env: {
+        KOBO_CLUSTER_NATS: nats.urls.join(','),
+        KOBO_CLUSTER_NODE: `node${i}`,
+        KOBO_CLUSTER_SECRET: CLUSTER_SECRET,
+        KOBO_CLUSTER_INTERNAL_PORT: String(internalPort),
+        KOBO_CLUSTER_LEASE_SECONDS: '8',
+        ...options.env,
+      },
+    });
+    const node = { name: `node${i}`, server, internalPort, servingPid: () => childOf(server.child.pid) };
+    nodes.push(node);
+    return node;
+  };
   try {
-    for (let i = 0; i < (options.size ?? 3); i += 1) {
-      const internalPort = await freePort();
-      const server = await startServer({
-        keys: options.keys,
-        dataDir: tempDataDir(`kobo-node${i}`),
-        env: {
-          KOBO_CLUSTER_NATS: nats.urls.join(','),
-          KOBO_CLUSTER_NODE: `node${i}`,
-          KOBO_CLUSTER_SECRET: CLUSTER_SECRET,
-          KOBO_CLUSTER_INTERNAL_PORT: String(internalPort),
-          KOBO_CLUSTER_LEASE_SECONDS: '8',
-          ...options.env,
-        },
-      });
-      nodes.push({ name: `node${i}`, server, internalPort, servingPid: () => childOf(server.child.pid) });
-    }
+    for (let i = 0; i < (options.size ?? 3); i += 1) await addNode();
   } catch (error) {
     for (const node of nodes) await node.server.kill();
     await nats.stop();
@@ -67,6 +73,7 @@ export async function startKoboCluster(options: { keys: string[]; size?: number;
     nats,
     nodes,
     owner,
+    addNode,
     stop: async () => {
       for (const node of nodes) {
         const serving = node.servingPid();
