@@ -154,7 +154,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
         await follower.catchUp(fences[follower.shard]!);
         follower.close();
       }
-      if (revision !== epoch) throw new Error('the lease was lost during the takeover');
+      if (revision === 0) throw new Error('the lease was lost during the takeover');
       await startChild(epoch, fences);
       role = 'owner';
       log(`cluster: ${cluster.node} owns all ${shards} shard(s) (epoch ${epoch}, fences ${fences.join(',')})`);
@@ -201,7 +201,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     }
     leaseUntilMs = sentAt + leaseMs - LEASE_MARGIN_MS;
     owner = value;
-    await takeOver(revision);
+    // Not awaited: the polls go on renewing the lease while the copy catches up and the server recovers.
+    void takeOver(revision);
   };
 
   await openFollowers();

@@ -193,13 +193,14 @@ export class JetStreamJournal implements Journal {
     return this.local.truncateBefore(position);
   }
 
-  close(): void {
-    void this.nc?.drain();
+  /** Closes the connection (the shard has stopped: every row it shipped was acknowledged or never will be). */
+  async close(): Promise<void> {
+    await this.nc?.close();
   }
 }
 
 /** The journal of a shard: its file's log alone (the default), or replicated when the node owns a cluster lease. */
-export function openJournal(local: SqliteJournal, shard: number, cluster: ShardClusterData | undefined): Journal & { close(): void } {
-  if (cluster === undefined) return Object.assign(local, { close: () => {} });
+export function openJournal(local: SqliteJournal, shard: number, cluster: ShardClusterData | undefined): Journal & { close(): Promise<void> } {
+  if (cluster === undefined) return Object.assign(local, { close: async () => {} });
   return new JetStreamJournal(local, shard, cluster);
 }

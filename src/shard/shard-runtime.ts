@@ -404,7 +404,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         }).then(() => {
           for (const timer of timers) clearInterval(timer);
           closed = true;
-          journal.close();
+          void journal.close();
           store.close();
           port.exit();
         });

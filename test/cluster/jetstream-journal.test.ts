@@ -62,7 +62,7 @@ test('JetStreamJournal: rows appended → one message each, in order, msg id sha
     assert.equal(row.n, 2);
     assert.deepEqual(store.rowAt(row.lsnFirst), { n: 2, batch: seq, crc: row.crc });
   }
-  journal.close();
+  await journal.close();
   store.close();
 });
 
@@ -82,7 +82,7 @@ test('JetStreamJournal: a row whose message an earlier attempt already stored �
   const info = await jsm.streams.info(streamOf(s));
   assert.equal(info.state.last_seq, 2, 'the first row is stored once');
   assert.equal((await jsm.streams.getMessage(streamOf(s), { seq: 2 }))!.header.get('Nats-Msg-Id'), msgIdOf(s, 7, 2));
-  journal.close();
+  await journal.close();
   store.close();
 });
 
@@ -96,7 +96,7 @@ test('JetStreamJournal: another owner appended at our sequence → the sync fail
   assert.ok(error !== null);
   assert.match(error.message, /another node owns/);
   assert.equal((await jsm.streams.info(streamOf(s))).state.messages, 1, 'the stale row did not land');
-  journal.close();
+  await journal.close();
   store.close();
 });
 
@@ -106,7 +106,7 @@ test('JetStreamJournal: the lease has run out → the sync fails even though the
   const error = await synced(journal);
   assert.ok(error !== null);
   assert.match(error.message, /lease/);
-  journal.close();
+  await journal.close();
   store.close();
 });
 
