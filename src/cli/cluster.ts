@@ -12,7 +12,7 @@ export interface ClusterStatus {
 }
 
 /** How long one status read may keep failing (a stream electing a leader answers nothing meanwhile). */
-const READ_RETRY_MS_MAX = 15_000;
+const READ_RETRY_MS_MAX = 30_000;
 
 async function patiently<T>(read: () => Promise<T>): Promise<T> {
   const until = Date.now() + READ_RETRY_MS_MAX;
