@@ -15,6 +15,7 @@ import { setLiveRails } from './rails/rails.ts';
 import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
+import { ownerCluster } from './cluster/owner-child.ts';
 import { restrictDataDir } from './store/private-files.ts';
 import { describeHolder, RESTORE_MARKER, tryLockDataDir } from './store/dir-lock.ts';
 import type { ReconciliationNotice } from './metrics/shard-metrics.ts';
@@ -261,6 +262,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,
     crashAt: config.testCrashAt,
+    ...ownerCluster(),
     onOutbox: (events) => {
       dispatcher?.ingest(events);
       eventStream?.publish(events);

@@ -5,6 +5,8 @@
 import { ConfigError, loadConfig, unknownSettings, type Config } from './config.ts';
 import { startApp } from './app.ts';
 import { createLogging } from './ops/logger.ts';
+import { loadClusterConfig, type ClusterConfig } from './cluster/cluster-config.ts';
+import { runClusterNode } from './cluster/node.ts';
 
 // Stacks in the log point at src/*.ts lines, not at the bundle (dist/main.js.map).
 process.setSourceMapsEnabled(true);
@@ -43,7 +45,31 @@ process.on('uncaughtException', (error) => {
   process.exit(70);
 });
 
+let cluster: ClusterConfig | null;
 try {
+  cluster = loadClusterConfig();
+} catch (error) {
+  process.stderr.write(`kobo: ${error instanceof ConfigError ? error.message : (error as Error).stack}\n`);
+  process.exit(78); // EX_CONFIG
+}
+if (cluster !== null) {
+  // A cluster node: its supervisor serves the listeners and starts the server while it owns (cluster/node.ts).
+  try {
+    const node = await runClusterNode(config, cluster, (message) => logging.lifecycle(message));
+    stop = (signal: string): void => {
+      logging.lifecycle(`${signal}: stopping the cluster node`);
+      void node.stop().then(() => {
+        logging.flush();
+        process.exit(0);
+      });
+    };
+    if (stopAsked !== null) stop(stopAsked);
+  } catch (error) {
+    process.stderr.write(`kobo: cannot start the cluster node: ${(error as Error).message}\n`);
+    logging.flush();
+    process.exit(1);
+  }
+} else try {
   const app = await startApp(config, logging.info, logging);
   if (app.createdKey !== null) {
     // Printed once, to the terminal (stderr), never into the JSON log on stdout, which supervisors

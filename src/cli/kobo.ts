@@ -19,6 +19,7 @@ import { isUlid } from '../ids.ts';
 import { customerOwner } from './customer-owner.ts';
 import { listen } from './listen.ts';
 import { trigger, TRIGGER_EVENTS, type TriggerEvent } from './trigger.ts';
+import { clusterStatus, formatStatus } from './cluster.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -240,6 +241,19 @@ program
       for (const v of report.violations) process.stderr.write(`VIOLATION ${v}\n`);
       process.exitCode = 2;
     } else if (opts.json !== true) process.stdout.write('ok: no violations\n');
+  });
+
+const clusterCmd = program.command('cluster').description('cluster mode (KOBO_CLUSTER_NATS): nodes, owner, streams');
+clusterCmd
+  .command('status')
+  .description('the owner lease, each node\'s role and lag, each shard stream\'s tail and replicas')
+  .option('--nats <urls>', 'nats://host:port URLs, comma-separated (default: KOBO_CLUSTER_NATS)')
+  .option('--json', 'print the status as JSON')
+  .action(async (opts: { nats?: string; json?: boolean }) => {
+    const servers = (opts.nats ?? process.env.KOBO_CLUSTER_NATS ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+    if (servers.length === 0) throw new Error('cluster status: give --nats or set KOBO_CLUSTER_NATS');
+    const status = await clusterStatus(servers);
+    process.stdout.write(opts.json === true ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
   });
 
 program

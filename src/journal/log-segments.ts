@@ -13,6 +13,15 @@ import { DamagedRowError } from '../store/row-checks.ts';
 /** Records per segment by default (KOBO_WAL_SEGMENT_RECORDS): a segment is sealed at the first batch that reaches it. */
 export const WAL_SEGMENT_RECORDS = 2_500;
 
+/** One stored v2 row as it is shipped between copies of a shard's log (journal.ts). */
+export interface EncodedRow {
+  lsnFirst: number;
+  n: number;
+  batch: number;
+  body: Buffer;
+  crc: number;
+}
+
 /** One record as replay and verify read it; `ok` is false when its row (v2) or itself (v1) fails its checksum. */
 export interface LogEntry {
   lsn: number;
@@ -131,6 +140,28 @@ export class LogSegments {
    */
   append(lsnFirst: number, batch: number, records: readonly LogRecord[]): void {
     if (records.length === 0) return;
+    const body = encodeLogBody(records);
+    const crc = logRowChecksum(lsnFirst, records.length, batch, body);
+    this.insertRow(lsnFirst, records.length, batch, body, crc, records);
+    this.lastRow = { lsnFirst, n: records.length, batch, body, crc };
+  }
+
+  /** The row the last `append` wrote, as a replica ships it. */
+  lastRow: EncodedRow | null = null;
+
+  /** Appends a row exactly as another copy of the log holds it (a follower applying its owner's rows). */
+  appendEncoded(row: EncodedRow): void {
+    this.insertRow(row.lsnFirst, row.n, row.batch, row.body, row.crc, null);
+  }
+
+  /** Numbering and checksum of the v2 row that starts at `lsnFirst`, if one does. */
+  rowHeader(lsnFirst: number): { n: number; batch: number; crc: number } | undefined {
+    const segment = this.segments.find((s) => s.version === 2 && s.firstLsn !== null && s.lastLsn !== null && s.firstLsn <= lsnFirst && lsnFirst <= s.lastLsn);
+    if (segment === undefined) return undefined;
+    return this.db.prepare(`SELECT n, batch, crc FROM ${segment.name} WHERE lsn_first = ?`).get(lsnFirst) as { n: number; batch: number; crc: number } | undefined;
+  }
+
+  private insertRow(lsnFirst: number, n: number, batch: number, body: Buffer, crc: number, records: readonly LogRecord[] | null): void {
     let open = this.open;
     if (open.version === 1 || open.records >= this.segmentRecords) {
       if (open.version === 2) this.maxOf(open);
@@ -141,14 +172,18 @@ export class LogSegments {
       this.prepareInsert();
       open = this.open;
     }
-    const body = encodeLogBody(records);
-    this.insert!.run(lsnFirst, records.length, batch, body, logRowChecksum(lsnFirst, records.length, batch, body));
+    this.insert!.run(lsnFirst, n, batch, body, crc);
+    open.records += n;
+    open.firstLsn ??= lsnFirst;
+    open.lastLsn = lsnFirst + n - 1;
+    open.lastBatch = batch;
+    if (records === null) {
+      // A row applied as shipped: its partitions are read back when truncation asks.
+      open.maxByPartition = null;
+      return;
+    }
     // Its derived rows are decided against these records after the commit: no decode needed then.
     this.remember(`${open.name}:${lsnFirst}`, lsnFirst, records);
-    open.records += records.length;
-    open.firstLsn ??= lsnFirst;
-    open.lastLsn = lsnFirst + records.length - 1;
-    open.lastBatch = batch;
     if (open.maxByPartition !== null) for (let i = 0; i < records.length; i += 1) open.maxByPartition.set(records[i]!.partition, lsnFirst + i);
   }
 

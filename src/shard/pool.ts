@@ -14,6 +14,7 @@ import { shardOf } from './layout.ts';
 import { WAL_SEGMENT_RECORDS } from '../journal/log-segments.ts';
 import { runShard, type ShardInbound, type ShardWorkerData } from './shard-runtime.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
+import type { OwnerCluster } from '../cluster/owner-child.ts';
 
 export interface PoolOptions {
   shards: number;
@@ -48,6 +49,8 @@ export interface PoolOptions {
   onWallets?: (updates: WalletUpdate[]) => void;
   /** A shard's measurements of the last second (group commits, fsync, WAL records, snapshots, rails). */
   onMetrics?: (message: ShardMetricsMessage) => void;
+  /** Cluster mode, this node owning every shard: each shard's rows are replicated (owner-child.ts). */
+  cluster?: OwnerCluster;
 }
 
 interface Pending {
@@ -151,6 +154,7 @@ export class ShardPool {
         connectors: this.options.connectors ?? [],
         requeryAfterMs: this.options.requeryAfterMs ?? 300_000,
         crashAt: this.options.crashAt ?? '',
+        ...(this.options.cluster === undefined ? {} : { cluster: { servers: this.options.cluster.servers, epoch: this.options.cluster.epoch, fence: this.options.cluster.fences[shard] ?? 0, lease: this.options.cluster.lease } }),
       };
       const worker: ShardHandle = this.options.inline === true ? new InlineShard(workerData) : new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);

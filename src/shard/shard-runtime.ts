@@ -33,6 +33,8 @@ import { answerList } from './list-pages.ts';
 import { rebuildListIndex } from './list-rebuild.ts';
 import { startSweeps } from './sweeps.ts';
 import { crashPoints } from './crash-points.ts';
+import { SqliteJournal } from '../journal/journal.ts';
+import { openJournal, type ShardClusterData } from '../journal/jetstream-journal.ts';
 
 /** Log records whose pointing rows take their bodies in one turn before truncation (~15 ms). */
 const TRUNCATION_FILL_RECORDS = 200;
@@ -61,6 +63,8 @@ export interface ShardWorkerData {
   requeryAfterMs: number;
   /** Test-only fault injection (KOBO_TEST_CRASH_AT): '' in production. */
   crashAt: string;
+  /** Set when this node owns the shard in a cluster: rows are also replicated through JetStream. */
+  cluster?: ShardClusterData;
 }
 
 interface Queued {
@@ -191,7 +195,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   }
 
   /** Pipelined group commit: outputs leave once an fsync begun after their commit has finished. */
-  const gate = new DurableGate<Outputs>((done) => store.syncJournal(done), release, (seconds) => metrics.sync(seconds));
+  const journal = openJournal(new SqliteJournal(store), data.shard, data.cluster);
+  const gate = new DurableGate<Outputs>((done) => journal.sync(done), release, (seconds) => metrics.sync(seconds));
 
   /** Resolves once every commit made so far is durable (snapshots answer only then). */
   function allDurable(): Promise<void> {
@@ -425,6 +430,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         }).then(() => {
           for (const timer of timers) clearInterval(timer);
           closed = true;
+          void journal.close();
           store.close();
           port.exit();
         });

@@ -11,7 +11,7 @@ import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, IN_LOG_JSON, type IdemChange, type IdemRowOut } from './idem-log.ts';
 import { DUE_SQL, DueLog } from './due-log.ts';
-import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type LogEntry } from '../journal/log-segments.ts';
+import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type LogEntry } from '../journal/log-segments.ts';
 import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
 import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
@@ -396,8 +396,46 @@ export class ShardStore implements ColdReader {
     // Rows that would repeat the records just appended wait without their bodies (they point into them).
     if (!frees) this.pending.add(withoutBodies(pointIntoLog(this.wal, extras)));
     this.nextLsn += records.length;
-    if (records.length > 0) this.nextBatch += 1;
+    if (records.length > 0) {
+      this.nextBatch += 1;
+      if (this.onRow !== null) this.onRow(this.wal.lastRow!);
+    }
     return freed;
+  }
+
+  /** Sees each log row appendBatch commits (a replicated journal ships it); null: nobody. */
+  onRow: ((row: EncodedRow) => void) | null = null;
+
+  /**
+   * Appends rows exactly as another copy of the log holds them, with `meta` entries, in one sqlite
+   * transaction (a follower applying what its owner shipped). Rows must continue the numbering.
+   */
+  appendShipped(rows: readonly EncodedRow[], meta: ReadonlyArray<[string, string]> = []): void {
+    this.db.transaction(() => {
+      for (const row of rows) {
+        if (row.lsnFirst !== this.nextLsn) throw new Error(`appendShipped: row starts at LSN ${row.lsnFirst}, the log continues at ${this.nextLsn}`);
+        this.wal.appendEncoded(row);
+        this.nextLsn = row.lsnFirst + row.n;
+        this.nextBatch = row.batch + 1;
+      }
+      for (const [key, value] of meta) this.setMeta(key, value);
+    })();
+  }
+
+  /** Numbering and checksum of the log row that starts at `lsnFirst`, if this copy holds one. */
+  rowAt(lsnFirst: number): { n: number; batch: number; crc: number } | undefined {
+    return this.wal.rowHeader(lsnFirst);
+  }
+
+  /**
+   * Drops everything from `lsn` on that another copy of the log does not hold: the rows, the rows
+   * derived from them, and images taken at or after it (a former owner's unreplicated tail).
+   */
+  cutDiverged(lsn: number): number {
+    const cut = this.cutFrom(lsn);
+    this.db.prepare('DELETE FROM snapshots WHERE lsn >= ?').run(lsn);
+    this.nextBatch = (this.wal.last().batch ?? this.walFloor().batch) + 1;
+    return cut;
   }
 
   /**

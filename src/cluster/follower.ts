@@ -1,0 +1,140 @@
+// A node's copy of one shard's log, kept from the shard's JetStream stream: rows are applied exactly as
+// shipped (same LSNs, batches and checksums); rows the file holds that the stream does not (a former
+// owner's unreplicated tail) are cut. Runs on the node supervisor's main thread while the node follows.
+// Invariant: after `catchUp(target)` the file's log is the stream's rows up to `target`, nothing more.
+import path from 'node:path';
+import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from '@nats-io/jetstream';
+import { ShardStore } from '../store/shard-store.ts';
+import { shardFile } from '../shard/layout.ts';
+import type { EncodedRow } from '../journal/log-segments.ts';
+import { rowOf, streamOf } from './streams.ts';
+
+/** Rows applied in one sqlite transaction at most. */
+const APPLY_ROWS_MAX = 500;
+const POSITION_META = 'js_position';
+
+export class ShardFollower {
+  private store: ShardStore | null;
+  /** Last stream sequence applied, and the LSN the log reached with it. */
+  private seq: number;
+  private lsn: number;
+  private messages: ConsumerMessages | null = null;
+  private following: Promise<void> | null = null;
+  private rows: EncodedRow[] = [];
+
+  constructor(
+    readonly shard: number,
+    dataDir: string,
+    private readonly js: JetStreamClient,
+  ) {
+    this.store = new ShardStore(path.join(dataDir, shardFile(shard)));
+    const [seq, lsn] = (this.store.getMeta(POSITION_META) ?? '0:0').split(':').map(Number);
+    this.seq = seq ?? 0;
+    this.lsn = lsn ?? 0;
+  }
+
+  /** The LSN this copy continues at. */
+  get nextLsn(): number {
+    return this.file.lsnNext;
+  }
+
+  /** The last stream sequence this copy holds. */
+  get position(): number {
+    return this.seq;
+  }
+
+  private get file(): ShardStore {
+    if (this.store === null) throw new Error(`follower of shard ${this.shard}: closed`);
+    return this.store;
+  }
+
+  /** Applies one stream message (a row or an epoch marker) at sequence `seq`. */
+  private apply(seq: number, row: EncodedRow | null): void {
+    this.seq = seq;
+    if (row === null) return;
+    const next = this.rows.length > 0 ? this.rows[this.rows.length - 1]!.lsnFirst + this.rows[this.rows.length - 1]!.n : this.file.lsnNext;
+    if (row.lsnFirst < next) {
+      this.flush();
+      const store = this.file;
+      const first = store.walFirstLsn();
+      const have = store.rowAt(row.lsnFirst);
+      this.lsn = row.lsnFirst + row.n - 1;
+      // A row this copy already holds (it wrote it as owner, or truncated it after an image) is kept.
+      if ((have !== undefined && have.crc === row.crc && have.n === row.n) || (first !== null && row.lsnFirst < first) || (first === null && row.lsnFirst < store.lsnNext)) return;
+      store.cutDiverged(row.lsnFirst);
+    } else if (row.lsnFirst > next) {
+      throw new Error(`follower of shard ${this.shard}: stream sequence ${seq} starts at LSN ${row.lsnFirst}, the copy continues at ${next}`);
+    }
+    this.rows.push(row);
+    this.lsn = row.lsnFirst + row.n - 1;
+    if (this.rows.length >= APPLY_ROWS_MAX) this.flush();
+  }
+
+  /** Writes the rows received so far, with the position, in one transaction. */
+  private flush(): void {
+    const rows = this.rows;
+    this.rows = [];
+    this.file.appendShipped(rows, [[POSITION_META, `${this.seq}:${this.lsn}`]]);
+  }
+
+  /** Follows the stream from this copy's position until `stop` (a warm standby). */
+  async follow(): Promise<void> {
+    if (this.store === null) return;
+    const consumer = await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
+    const messages = await consumer.consume({ max_messages: APPLY_ROWS_MAX });
+    this.messages = messages;
+    this.following = (async () => {
+      for await (const m of messages) {
+        if (this.store === null) return;
+        if (m.seq <= this.seq) continue;
+        this.apply(m.seq, rowOf(m.headers, m.data));
+        if (m.info.pending === 0) this.flush();
+      }
+    })().catch((error: unknown) => {
+      // This copy stops where it is; a takeover catches it up from the stream, or refuses.
+      process.stderr.write(`kobo: follower of shard ${this.shard} stopped: ${(error as Error).message}\n`);
+    });
+  }
+
+  /** Stops following; what was received is written. */
+  async stop(): Promise<void> {
+    if (this.messages !== null) {
+      await this.messages.close();
+      this.messages = null;
+    }
+    if (this.following !== null) {
+      await this.following.catch(() => {});
+      this.following = null;
+    }
+    if (this.rows.length > 0) this.flush();
+  }
+
+  /**
+   * Brings the copy to exactly the stream's rows through `target` (the sequence of a new owner's epoch
+   * marker): what is missing is applied, and rows beyond the stream's last one are cut.
+   */
+  async catchUp(target: number): Promise<void> {
+    await this.stop();
+    if (this.seq < target) {
+      const consumer = await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
+      while (this.seq < target) {
+        const batch = await consumer.fetch({ max_messages: Math.min(APPLY_ROWS_MAX, target - this.seq), expires: 5_000 });
+        let got = 0;
+        for await (const m of batch) {
+          got += 1;
+          if (m.seq > target) break;
+          if (m.seq > this.seq) this.apply(m.seq, rowOf(m.headers, m.data));
+        }
+        if (got === 0) throw new Error(`follower of shard ${this.shard}: the stream gave nothing between ${this.seq} and ${target}`);
+      }
+    }
+    this.flush();
+    const store = this.file;
+    if (store.lsnNext - 1 > this.lsn) store.cutDiverged(this.lsn + 1);
+  }
+
+  close(): void {
+    this.store?.close();
+    this.store = null;
+  }
+}

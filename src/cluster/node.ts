@@ -1,0 +1,290 @@
+// A cluster node: the supervisor `npm start` runs when KOBO_CLUSTER_NATS is set. It holds or watches
+// the owner lease (JetStream KV: create to claim, update with the revision to renew, a TTL), follows
+// every shard stream into its data dir as a warm standby, and, once it owns, fences each stream with an
+// epoch marker, catches up, and starts the kobo server (owner-child.ts) on that data dir. Main thread.
+// Invariant: the server it starts acknowledges nothing past the lease deadline this node last renewed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Empty } from '@nats-io/transport-node';
+import { jetstream, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { Config } from '../config.ts';
+import type { ClusterConfig } from './cluster-config.ts';
+import { ensureLayout } from '../shard/layout.ts';
+import { ShardFollower } from './follower.ts';
+import { ClusterImages } from './images.ts';
+import { startFronts, type Fronts, type Route } from './proxy.ts';
+import { apiErrorCode, connectJetStream, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
+import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
+
+/** The owner stops acknowledging this long before its lease could expire (clock steps, scheduling). */
+const LEASE_MARGIN_MS = 1_000;
+/** How often a node looks at the lease (a follower: to learn the owner, or claim a lapsed lease). */
+const LEASE_POLL_MS = 250;
+/** How long the started server may take to recover and listen. */
+const CHILD_START_MS_MAX = 60_000;
+/** A renewal unanswered this long is sent again at the next poll (a reconnection may have eaten it). */
+const RENEW_TIMEOUT_MS = 1_000;
+/** Attempts at fencing a stream whose tail moves meanwhile (a former owner still publishing). */
+const FENCE_ATTEMPTS_MAX = 20;
+
+export interface OwnerValue {
+  node: string;
+  url: string;
+}
+
+type Role = 'follower' | 'taking-over' | 'owner';
+
+export interface ClusterNode {
+  publicPort: number;
+  stop: () => Promise<void>;
+}
+
+export async function runClusterNode(config: Readonly<Config>, cluster: ClusterConfig, log: (message: string) => void): Promise<ClusterNode> {
+  const shards = ensureLayout(config.dataDir, config.shards).shards;
+  const { nc, jsm } = await connectJetStream(cluster.servers, `kobo-node-${cluster.node}`);
+  const js = jetstream(nc);
+  await ensureStreams(jsm, shards, cluster.replicas);
+  const kv = await new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 });
+  const leaseMs = cluster.leaseSeconds * 1_000;
+  const images = await ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas });
+  const value: OwnerValue = { node: cluster.node, url: cluster.advertiseUrl };
+
+  let role: Role = 'follower';
+  let revision = 0;
+  let leaseUntilMs = 0;
+  let owner: OwnerValue | null = null;
+  let child: ChildProcess | null = null;
+  let childPort = 0;
+  let stopped = false;
+  /** A stop is under way: no claim, no new follower; renewals go on until the server has exited. */
+  let stopping = false;
+  let followers: ShardFollower[] = [];
+
+  const openFollowers = async (): Promise<void> => {
+    const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
+    followers = create();
+    for (const follower of followers) {
+      if (await images.continuable(follower.shard, follower.nextLsn)) continue;
+      // The stream was purged past this copy (a new node, or one away for long): start from the newest image.
+      for (const f of followers) f.close();
+      const restored = await images.restoreNewest();
+      log(`cluster: ${cluster.node}'s copy is behind the purged streams; restored image ${restored ?? '(none found)'}`);
+      followers = create();
+      break;
+    }
+    for (const follower of followers) await follower.follow();
+  };
+  const closeFollowers = async (): Promise<void> => {
+    for (const follower of followers) {
+      await follower.stop();
+      follower.close();
+    }
+    followers = [];
+  };
+
+  const ownsNow = (): boolean => role === 'owner' && childPort > 0 && Date.now() < leaseUntilMs;
+  const fronts: Fronts = await startFronts({
+    host: config.host,
+    port: config.port,
+    internalHost: cluster.internalHost,
+    internalPort: cluster.internalPort,
+    secret: cluster.secret,
+    localRoute: (): Route => (ownsNow() ? { url: `http://127.0.0.1:${childPort}` } : null),
+    publicRoute: (): Route => {
+      if (ownsNow()) return { url: `http://127.0.0.1:${childPort}` };
+      if (role === 'follower' && owner !== null && owner.node !== cluster.node) return { url: owner.url, token: cluster.secret };
+      return null;
+    },
+  });
+
+  /** Stops serving at once (SIGKILL: nothing it has not answered will be answered). */
+  const dropChild = (why: string): void => {
+    if (child === null) return;
+    log(`cluster: ${cluster.node} stops serving: ${why}`);
+    child.kill('SIGKILL');
+  };
+
+  const becomeFollower = async (): Promise<void> => {
+    role = 'follower';
+    childPort = 0;
+    leaseUntilMs = 0;
+    if (!stopping && followers.length === 0) await openFollowers();
+  };
+
+  const startChild = async (epoch: number, fences: number[]): Promise<void> => {
+    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.leaseUntil]: String(leaseUntilMs), KOBO_SHARDS: String(shards) };
+    const started = spawn(process.execPath, [...process.execArgv, process.argv[1]!], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    child = started;
+    let output = '';
+    childPort = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the server did not listen in ${CHILD_START_MS_MAX} ms`)), CHILD_START_MS_MAX);
+      started.stdout!.on('data', (chunk: Buffer) => {
+        process.stdout.write(chunk);
+        output += chunk.toString();
+        const match = /listening on http:\/\/127\.0\.0\.1:(\d+) /.exec(output);
+        if (match !== null) {
+          clearTimeout(timer);
+          resolve(Number(match[1]));
+        }
+      });
+      started.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+      started.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the server exited with ${code} before listening`));
+      });
+    });
+    started.once('exit', (code, signal) => {
+      if (child === started) child = null;
+      log(`cluster: ${cluster.node}'s server exited (${signal ?? code}); following again`);
+      if (stopping) return; // the stop hands the lease back
+      // Whatever stopped it (a foreign tail, a fault), this node no longer serves: the lease lapses.
+      revision = 0;
+      void becomeFollower();
+    });
+  };
+
+  const takeOver = async (epoch: number): Promise<void> => {
+    role = 'taking-over';
+    try {
+      const fences: number[] = [];
+      for (let shard = 0; shard < shards; shard += 1) fences.push(await fence(js, jsm, shard, epoch));
+      const current = followers;
+      followers = [];
+      for (const follower of current) {
+        await follower.catchUp(fences[follower.shard]!);
+        follower.close();
+      }
+      if (revision === 0) throw new Error('the lease was lost during the takeover');
+      await startChild(epoch, fences);
+      role = 'owner';
+      log(`cluster: ${cluster.node} owns all ${shards} shard(s) (epoch ${epoch}, fences ${fences.join(',')})`);
+    } catch (error) {
+      log(`cluster: ${cluster.node} could not take over: ${(error as Error).message}`);
+      revision = 0;
+      dropChild('takeover failed');
+      if (child === null) await becomeFollower();
+    }
+  };
+
+  const renew = async (): Promise<void> => {
+    const sentAt = Date.now();
+    try {
+      revision = await kv.update(OWNER_KEY, JSON.stringify(value), revision, RENEW_TIMEOUT_MS);
+      leaseUntilMs = sentAt + leaseMs - LEASE_MARGIN_MS;
+      child?.send({ type: 'lease', untilMs: leaseUntilMs } satisfies LeaseMessage);
+    } catch (error) {
+      if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) {
+        revision = 0;
+        leaseUntilMs = 0;
+        dropChild('the lease is held by another node');
+        if (child === null && role !== 'taking-over') await becomeFollower();
+      } else if (Date.now() >= leaseUntilMs) {
+        dropChild('the lease could not be renewed in time');
+      }
+    }
+  };
+
+  const poll = async (): Promise<void> => {
+    if (revision > 0) {
+      await renew();
+      return;
+    }
+    const entry = await kv.get(OWNER_KEY).catch(() => null);
+    const live = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
+    owner = live;
+    if (live !== null || role !== 'follower' || child !== null || stopping) return;
+    const sentAt = Date.now();
+    try {
+      revision = await kv.create(OWNER_KEY, JSON.stringify(value));
+    } catch {
+      return; // another node claimed it first
+    }
+    leaseUntilMs = sentAt + leaseMs - LEASE_MARGIN_MS;
+    owner = value;
+    // Not awaited: the polls go on renewing the lease while the copy catches up and the server recovers.
+    void takeOver(revision);
+  };
+
+  await openFollowers();
+  let polling = false;
+  const timer = setInterval(() => {
+    if (polling || stopped) return;
+    polling = true;
+    void poll().finally(() => (polling = false));
+  }, Math.min(LEASE_POLL_MS, leaseMs / 3));
+  let imaging = false;
+  const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
+    if (imaging || role !== 'owner' || stopping) return;
+    imaging = true;
+    void images.publish(revision).then(
+      (written) => {
+        if (!written) log(`cluster: image not written (the streams did not hold its rows yet)`);
+      },
+      (error: unknown) => log(`cluster: image failed: ${(error as Error).message}`),
+    ).finally(() => (imaging = false));
+  }, cluster.imageIntervalSeconds * 1_000);
+  const statusTimer = setInterval(() => {
+    const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), atMs: Date.now() };
+    void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => {});
+  }, 1_000);
+
+  log(`listening on http://${config.host}:${fronts.publicPort} (cluster node ${cluster.node}, internal ${cluster.internalHost}:${fronts.internalPort}, ${shards} shard(s), data ${config.dataDir})`);
+
+  return {
+    publicPort: fronts.publicPort,
+    stop: async () => {
+      // The server drains its requests (KOBO_DRAIN_MS) and snapshots while the lease is still renewed.
+      stopping = true;
+      fronts.stopAccepting();
+      if (child !== null) {
+        const running = child;
+        const exited = new Promise((resolve) => running.once('exit', resolve));
+        running.kill('SIGTERM');
+        await exited;
+      }
+      stopped = true;
+      clearInterval(timer);
+      clearInterval(statusTimer);
+      if (imageTimer !== null) clearInterval(imageTimer);
+      while (polling) await new Promise((resolve) => setTimeout(resolve, 10));
+      // Handing the lease back lets another node take over without waiting for its TTL.
+      if (revision > 0) await kv.delete(OWNER_KEY, { previousSeq: revision }).catch(() => {});
+      fronts.close();
+      await closeFollowers();
+      await nc.drain();
+    },
+  };
+}
+
+async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: number): Promise<void> {
+  for (let shard = 0; shard < shards; shard += 1) {
+    const exists = await jsm.streams.info(streamOf(shard)).then(() => true, () => false);
+    if (!exists) {
+      await jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
+        // Another node created it meanwhile.
+        if (!(await jsm.streams.info(streamOf(shard)).then(() => true, () => false))) throw error;
+      });
+    }
+  }
+}
+
+/**
+ * Appends this epoch's marker fenced on the stream's tail: from then on a former owner's publish is
+ * refused (10071). Returns the marker's sequence.
+ */
+async function fence(js: JetStreamClient, jsm: JetStreamManager, shard: number, epoch: number): Promise<number> {
+  const msgId = msgIdOf(shard, epoch, 0);
+  for (let attempt = 1; ; attempt += 1) {
+    const last = (await jsm.streams.info(streamOf(shard))).state.last_seq;
+    try {
+      return (await js.publish(subjectOf(shard), Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
+    } catch (error) {
+      if (attempt >= FENCE_ATTEMPTS_MAX) throw error;
+      const stored = await jsm.streams.getMessage(streamOf(shard), { seq: last + 1 }).catch(() => null);
+      if (stored !== null && stored.header.get('Nats-Msg-Id') === msgId) return last + 1;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+export type { KV };

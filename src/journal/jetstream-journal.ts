@@ -1,0 +1,206 @@
+// The clustered journal: each group-commit row the shard's SQLite file commits is also published to
+// the shard's JetStream stream (one message per row, msg id <shard>:<epoch>:<batch>), fenced on the
+// expected last sequence so rows are pipelined. Runs in the shard worker of the owning node.
+// Invariant: `sync` calls back only when the local fsync AND the PubAck of every row shipped before
+// the call have come, and the owner's lease cannot have expired; a foreign tail stops the shard.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { SqliteJournal, type EncodedRow, type Journal, type JournalPosition } from './journal.ts';
+import type { WalRow } from '../store/shard-store.ts';
+import { apiErrorCode, connectJetStream, msgIdOf, rowHeaders, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from '../cluster/streams.ts';
+
+/** How long one publish waits for its PubAck before it is sent again with the same msg id. */
+const PUBLISH_TIMEOUT_MS = 2_000;
+/** Pause before a publish that failed without an answer (no responders during an election) is sent again. */
+const PUBLISH_RETRY_MS = 100;
+
+/** What a shard worker of the owning node needs to replicate its log. */
+export interface ShardClusterData {
+  servers: string[];
+  /** The owner's lease revision: part of every msg id. */
+  epoch: number;
+  /** The stream's last sequence when this owner took over (its epoch marker). */
+  fence: number;
+  /** [0]: the wall-clock ms until which the lease surely holds (written by the node's main thread). */
+  lease: SharedArrayBuffer;
+}
+
+interface Shipped {
+  row: EncodedRow;
+  msgId: string;
+  acked: boolean;
+  /** Sends so far (an answer to an earlier one is ignored). */
+  attempt: number;
+}
+
+export class JetStreamJournal implements Journal {
+  private js: JetStreamClient | null = null;
+  private jsm: JetStreamManager | null = null;
+  private nc: NatsConnection | null = null;
+  /** Sequence the next shipped row will get (we are the only writer past the fence). */
+  private nextSeq: number;
+  /** Every row up to this sequence is acknowledged by the stream. */
+  private ackedThrough: number;
+  private readonly shipped = new Map<number, Shipped>();
+  /** Rows shipped before the connection was up, sent in order once it is. */
+  private readonly early: number[] = [];
+  private readonly waiters: Array<{ seq: number; done: (error: Error | null) => void }> = [];
+  private failure: Error | null = null;
+  private readonly leaseUntil: Float64Array;
+
+  constructor(
+    private readonly local: SqliteJournal,
+    private readonly shard: number,
+    private readonly cluster: ShardClusterData,
+  ) {
+    this.nextSeq = cluster.fence + 1;
+    this.ackedThrough = cluster.fence;
+    this.leaseUntil = new Float64Array(cluster.lease);
+    local.store.onRow = (row) => void this.append(row);
+    void connectJetStream(cluster.servers, `kobo-shard-${shard}`).then(
+      ({ nc, jsm }) => {
+        this.nc = nc;
+        this.jsm = jsm;
+        this.js = jetstream(nc, { timeout: PUBLISH_TIMEOUT_MS });
+        for (const seq of this.early.splice(0)) this.send(seq);
+      },
+      (error: unknown) => this.fail(new Error(`shard ${shard}: cannot reach JetStream`, { cause: error })),
+    );
+  }
+
+  /** Ships a row the local copy has just committed; durable once `sync` says so. */
+  append(row: EncodedRow): JournalPosition {
+    const seq = this.nextSeq;
+    this.nextSeq += 1;
+    this.shipped.set(seq, { row, msgId: msgIdOf(this.shard, this.cluster.epoch, row.batch), acked: false, attempt: 0 });
+    if (this.js === null) this.early.push(seq);
+    else this.send(seq);
+    // Positions are the local copy's (the same LSNs every copy of the log has).
+    return SqliteJournal.position(row.lsnFirst + row.n - 1);
+  }
+
+  private leaseHolds(): boolean {
+    return Date.now() < this.leaseUntil[0]!;
+  }
+
+  private send(seq: number): void {
+    const entry = this.shipped.get(seq);
+    if (entry === undefined || entry.acked || this.failure !== null) return;
+    entry.attempt += 1;
+    const attempt = entry.attempt;
+    // A publish caught in a reconnection may never settle: past its timeout it is sent again (same id).
+    const watchdog = setTimeout(() => {
+      if (entry.attempt === attempt && !entry.acked) this.retry(seq, new Error('no PubAck in time'));
+    }, PUBLISH_TIMEOUT_MS + PUBLISH_RETRY_MS);
+    watchdog.unref();
+    this.js!.publish(subjectOf(this.shard), entry.row.body, { msgID: entry.msgId, expect: { lastSequence: seq - 1 }, headers: rowHeaders(entry.row, entry.msgId), timeout: PUBLISH_TIMEOUT_MS }).then(
+      (ack) => {
+        clearTimeout(watchdog);
+        if (ack.seq !== seq) this.fail(new Error(`shard ${this.shard}: row ${entry.msgId} stored at ${ack.seq}, expected ${seq}`));
+        else this.acked(seq);
+      },
+      (error: unknown) => {
+        clearTimeout(watchdog);
+        // A later attempt is under way (the watchdog sent it): this answer is stale.
+        if (entry.attempt !== attempt || entry.acked) return;
+        if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) void this.checkTail(seq, entry);
+        else this.retry(seq, error);
+      },
+    );
+  }
+
+  private retry(seq: number, error: unknown): void {
+    // Past the lease nothing may be acknowledged anyway; until then an election or a slow server is waited out.
+    if (!this.leaseHolds()) {
+      this.fail(new Error(`shard ${this.shard}: no PubAck for row at ${seq} before the lease ran out`, { cause: error }));
+      return;
+    }
+    setTimeout(() => this.send(seq), PUBLISH_RETRY_MS).unref();
+  }
+
+  /**
+   * 10071: the stream's last sequence is not seq - 1. Either our message is already stored there (a
+   * re-send after a lost PubAck: 2.9.10 answers 10071, not "duplicate"), or an earlier row of ours is
+   * not stored yet (it is being re-sent), or another owner appended: this node has lost the shard.
+   */
+  private async checkTail(seq: number, entry: Shipped): Promise<void> {
+    try {
+      const last = (await this.jsm!.streams.info(streamOf(this.shard))).state.last_seq;
+      if (last < seq) {
+        // Nothing is stored at seq yet (an earlier row was still on its way): send again.
+        this.retry(seq, new Error('an earlier row is not stored yet'));
+        return;
+      }
+      const stored = await this.jsm!.streams.getMessage(streamOf(this.shard), { seq });
+      if (stored === null) this.retry(seq, new Error(`sequence ${seq} could not be read`));
+      else if (stored.header.get('Nats-Msg-Id') === entry.msgId) this.acked(seq);
+      else this.fail(new Error(`shard ${this.shard}: sequence ${seq} of the stream holds ${stored.header.get('Nats-Msg-Id') ?? 'a message without an id'}, not ${entry.msgId} (another node owns the shard now)`));
+    } catch (error) {
+      this.retry(seq, error);
+    }
+  }
+
+  private acked(seq: number): void {
+    const entry = this.shipped.get(seq);
+    if (entry !== undefined) entry.acked = true;
+    while (this.shipped.get(this.ackedThrough + 1)?.acked === true) {
+      this.shipped.delete(this.ackedThrough + 1);
+      this.ackedThrough += 1;
+    }
+    this.settle();
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    this.settle();
+  }
+
+  private settle(): void {
+    while (this.waiters.length > 0) {
+      const first = this.waiters[0]!;
+      if (this.failure === null && first.seq > this.ackedThrough) return;
+      this.waiters.shift();
+      first.done(this.failure);
+    }
+  }
+
+  sync(done: (error: Error | null) => void): void {
+    const seq = this.nextSeq - 1;
+    let parts = 2;
+    let failed: Error | null = null;
+    const part = (error: Error | null): void => {
+      failed ??= error;
+      parts -= 1;
+      if (parts > 0) return;
+      // The reply leaves only while no other node can have taken the shard over.
+      if (failed === null && !this.leaseHolds()) failed = new Error(`shard ${this.shard}: the lease may have expired; acknowledging nothing`);
+      done(failed);
+    };
+    this.local.sync(part);
+    this.waiters.push({ seq, done: part });
+    this.settle();
+  }
+
+  readAfter(position: JournalPosition | null): Iterable<WalRow> {
+    return this.local.readAfter(position);
+  }
+
+  tail(): JournalPosition | null {
+    return this.local.tail();
+  }
+
+  truncateBefore(position: JournalPosition): number {
+    return this.local.truncateBefore(position);
+  }
+
+  /** Closes the connection (the shard has stopped: every row it shipped was acknowledged or never will be). */
+  async close(): Promise<void> {
+    await this.nc?.close();
+  }
+}
+
+/** The journal of a shard: its file's log alone (the default), or replicated when the node owns a cluster lease. */
+export function openJournal(local: SqliteJournal, shard: number, cluster: ShardClusterData | undefined): Journal & { close(): Promise<void> } {
+  if (cluster === undefined) return Object.assign(local, { close: async () => {} });
+  return new JetStreamJournal(local, shard, cluster);
+}

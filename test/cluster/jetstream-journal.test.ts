@@ -1,0 +1,112 @@
+// The replicated journal against a real nats-server cluster and a real shard file: a sync answers only
+// after the PubAck and the fsync; a message already stored by an earlier attempt counts as ours; a
+// foreign message at our sequence, or a lapsed lease, fails the sync (the shard stops).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstream, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import { startNatsCluster, natsServerBinary, type NatsCluster } from '../helpers/nats.ts';
+import { ShardStore } from '../../src/store/shard-store.ts';
+import { SqliteJournal } from '../../src/journal/journal.ts';
+import { JetStreamJournal } from '../../src/journal/jetstream-journal.ts';
+import { connectJetStream, epochHeaders, msgIdOf, rowHeaders, rowOf, streamOf, subjectOf } from '../../src/cluster/streams.ts';
+
+const skip = natsServerBinary() === null ? 'nats-server is not installed' : false;
+let nats: NatsCluster;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let shard = 0;
+
+before(async () => {
+  if (skip !== false) return;
+  nats = await startNatsCluster(3);
+  ({ nc, jsm } = await connectJetStream(nats.urls, 'journal-test'));
+});
+
+after(async () => {
+  if (skip !== false) return;
+  await nc.close();
+  await nats.stop();
+});
+
+/** A fresh stream and shard file; the journal's fence is the stream's last sequence after `prefill`. */
+async function setup(leaseUntilMs: number, prefill: (subject: string) => Promise<void> = async () => {}): Promise<{ store: ShardStore; journal: JetStreamJournal; shard: number }> {
+  shard += 1;
+  await jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: 3, storage: StorageType.File });
+  await prefill(subjectOf(shard));
+  const fence = (await jsm.streams.info(streamOf(shard))).state.last_seq;
+  const store = new ShardStore(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-jsj-')), 'shard-0.db'), { deferredSync: true });
+  const lease = new SharedArrayBuffer(8);
+  new Float64Array(lease)[0] = leaseUntilMs;
+  return { store, journal: new JetStreamJournal(new SqliteJournal(store), shard, { servers: nats.urls, epoch: 7, fence, lease }), shard };
+}
+
+function synced(journal: JetStreamJournal): Promise<Error | null> {
+  return new Promise((resolve) => journal.sync(resolve));
+}
+
+test('JetStreamJournal: rows appended → one message each, in order, msg id shard:epoch:batch, the row exactly; sync answers once acknowledged', { skip, timeout: 60_000 }, async () => {
+  const { store, journal, shard: s } = await setup(Date.now() + 60_000);
+  for (let i = 0; i < 5; i += 1) store.appendBatch([{ partition: 0, body: JSON.stringify([{ t: 'x', i }]) }, { partition: 2, body: '[]' }]);
+  assert.equal(await synced(journal), null);
+  const info = await jsm.streams.info(streamOf(s));
+  assert.equal(info.state.messages, 5);
+  for (let seq = 1; seq <= 5; seq += 1) {
+    const m = (await jsm.streams.getMessage(streamOf(s), { seq }))!;
+    assert.equal(m.header.get('Nats-Msg-Id'), msgIdOf(s, 7, seq));
+    const row = rowOf(m.header, m.data)!;
+    assert.equal(row.lsnFirst, 1 + (seq - 1) * 2);
+    assert.equal(row.n, 2);
+    assert.deepEqual(store.rowAt(row.lsnFirst), { n: 2, batch: seq, crc: row.crc });
+  }
+  await journal.close();
+  store.close();
+});
+
+test('JetStreamJournal: a row whose message an earlier attempt already stored → acknowledged as ours (2.9.10 answers 10071), later rows go on', { skip, timeout: 60_000 }, async () => {
+  const { store, journal, shard: s } = await setup(Date.now() + 60_000);
+  // The row's message is stored before the journal sends it, as an attempt whose PubAck was lost leaves it.
+  const rows: Array<{ body: Buffer; crc: number }> = [];
+  store.onRow = (r) => rows.push(r);
+  store.appendBatch([{ partition: 0, body: '[{"t":"a"}]' }]);
+  const js = jetstream(nc);
+  const id = msgIdOf(s, 7, 1);
+  await js.publish(subjectOf(s), rows[0]!.body, { msgID: id, headers: rowHeaders({ lsnFirst: 1, n: 1, batch: 1, body: rows[0]!.body, crc: rows[0]!.crc }, id) });
+  journal.append({ lsnFirst: 1, n: 1, batch: 1, body: rows[0]!.body, crc: rows[0]!.crc });
+  store.onRow = (r) => void journal.append(r);
+  store.appendBatch([{ partition: 0, body: '[{"t":"b"}]' }]);
+  assert.equal(await synced(journal), null);
+  const info = await jsm.streams.info(streamOf(s));
+  assert.equal(info.state.last_seq, 2, 'the first row is stored once');
+  assert.equal((await jsm.streams.getMessage(streamOf(s), { seq: 2 }))!.header.get('Nats-Msg-Id'), msgIdOf(s, 7, 2));
+  await journal.close();
+  store.close();
+});
+
+test('JetStreamJournal: another owner appended at our sequence → the sync fails (the shard is lost), nothing acknowledged', { skip, timeout: 60_000 }, async () => {
+  const { store, journal, shard: s } = await setup(Date.now() + 60_000);
+  // A new owner's epoch marker lands first.
+  const id = msgIdOf(s, 8, 0);
+  await jetstream(nc).publish(subjectOf(s), new Uint8Array(0), { msgID: id, headers: epochHeaders(8, id), expect: { lastSequence: 0 } });
+  store.appendBatch([{ partition: 0, body: '[{"t":"late"}]' }]);
+  const error = await synced(journal);
+  assert.ok(error !== null);
+  assert.match(error.message, /another node owns/);
+  assert.equal((await jsm.streams.info(streamOf(s))).state.messages, 1, 'the stale row did not land');
+  await journal.close();
+  store.close();
+});
+
+test('JetStreamJournal: the lease has run out → the sync fails even though the row is stored', { skip, timeout: 60_000 }, async () => {
+  const { store, journal } = await setup(Date.now() - 1);
+  store.appendBatch([{ partition: 0, body: '[{"t":"x"}]' }]);
+  const error = await synced(journal);
+  assert.ok(error !== null);
+  assert.match(error.message, /lease/);
+  await journal.close();
+  store.close();
+});
+

@@ -1,0 +1,98 @@
+// Starts kobo cluster nodes (node supervisors, each with its data dir and internal port) against a
+// nats-server cluster from nats.ts, on 127.0.0.1. Test-side only.
+// Invariant: processes are found and killed by PID (a node's server is its child process).
+import { spawnSync } from 'node:child_process';
+import { freePort, startNatsCluster, type NatsCluster } from './nats.ts';
+import { startServer, tempDataDir, type TestServer } from './server.ts';
+import { until } from './wait.ts';
+
+export const CLUSTER_SECRET = 'test-cluster-secret-0123456789';
+
+export interface KoboNode {
+  name: string;
+  server: TestServer;
+  internalPort: number;
+  /** PID of the kobo server this node runs while it owns (null: none). */
+  servingPid: () => number | null;
+}
+
+export interface KoboCluster {
+  nats: NatsCluster;
+  nodes: KoboNode[];
+  /** Index of the node whose log says it owns, waiting up to `timeoutMs`. */
+  owner: (timeoutMs?: number, not?: number) => Promise<number>;
+  /** Starts one more node (an empty data dir). */
+  addNode: () => Promise<KoboNode>;
+  stop: () => Promise<void>;
+}
+
+function childOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  const ps = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+  const first = ps.stdout.trim().split('\n')[0]?.trim() ?? '';
+  return first === '' ? null : Number(first);
+}
+
+export async function startKoboCluster(options: { keys: string[]; size?: number; env?: Record<string, string> }): Promise<KoboCluster> {
+  const nats = await startNatsCluster(3);
+  const nodes: KoboNode[] = [];
+  const addNode = async (): Promise<KoboNode> => {
+    const i = nodes.length;
+    const internalPort = await freePort();
+    const server = await startServer({
+      keys: options.keys,
+      dataDir: tempDataDir(`kobo-node${i}`),
+      env: {
+        KOBO_CLUSTER_NATS: nats.urls.join(','),
+        KOBO_CLUSTER_NODE: `node${i}`,
+        KOBO_CLUSTER_SECRET: CLUSTER_SECRET,
+        KOBO_CLUSTER_INTERNAL_PORT: String(internalPort),
+        KOBO_CLUSTER_LEASE_SECONDS: '8',
+        ...options.env,
+      },
+    });
+    const node = { name: `node${i}`, server, internalPort, servingPid: () => childOf(server.child.pid) };
+    nodes.push(node);
+    return node;
+  };
+  try {
+    for (let i = 0; i < (options.size ?? 3); i += 1) await addNode();
+  } catch (error) {
+    for (const node of nodes) await node.server.kill();
+    await nats.stop();
+    throw error;
+  }
+  const owner = async (timeoutMs = 30_000, not = -1): Promise<number> =>
+    until(
+      async () => nodes.findIndex((node, i) => i !== not && node.server.child.exitCode === null && node.server.child.signalCode === null && node.servingPid() !== null && /owns all/.test(lastOwnership(node.server.output()))),
+      (i) => i >= 0,
+      'a node owning the shards',
+      timeoutMs,
+    );
+  return {
+    nats,
+    nodes,
+    owner,
+    addNode,
+    stop: async () => {
+      for (const node of nodes) {
+        const serving = node.servingPid();
+        if (serving !== null) {
+          try {
+            process.kill(serving, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+        await node.server.kill();
+      }
+      await nats.stop();
+    },
+  };
+}
+
+/** The last ownership line a node logged ("owns all" or "stops serving"/"exited"). */
+function lastOwnership(output: string): string {
+  const lines = output.split('\n').filter((l) => /owns all|stops serving|exited \(|could not take over/.test(l));
+  return lines[lines.length - 1] ?? '';
+}
