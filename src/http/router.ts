@@ -17,7 +17,14 @@ export class Router {
    * Routes without parameters by "METHOD /path": the most specific match for their method and path, so a
    * request naming one exactly needs no segment comparison (the catalogue, lists, creates).
    */
-  private readonly literal = new Map<string, CompiledRoute>();
+  private readonly literal = new Map<string, Map<string, CompiledRoute>>();
+  /**
+   * Routes by segment count and resource segment (`/v1/<resource>/...`), in specificity order, each
+   * list also holding the routes whose resource segment is a parameter: a request is compared with the
+   * few routes of its resource, not with every route of its length (54 became 90 routes with lists,
+   * keys and the console, and a wallet read walked most of them).
+   */
+  private readonly byResource = new Map<number, Map<string, CompiledRoute[]>>();
 
   add(defs: readonly RouteDef[]): void {
     for (const def of defs) {
@@ -30,11 +37,23 @@ export class Router {
     this.routes.sort((a, b) => specificity(b) - specificity(a));
     this.byLength.clear();
     this.literal.clear();
+    this.byResource.clear();
     for (const route of this.routes) {
-      if (!route.segments.some((s) => s.startsWith(':'))) this.literal.set(`${route.method} ${route.path}`, route);
+      if (!route.segments.some((s) => s.startsWith(':'))) {
+        const paths = this.literal.get(route.method) ?? new Map<string, CompiledRoute>();
+        paths.set(route.path, route);
+        this.literal.set(route.method, paths);
+      }
       const same = this.byLength.get(route.segments.length) ?? [];
       same.push(route);
       this.byLength.set(route.segments.length, same);
+    }
+    for (const [length, routes] of this.byLength) {
+      const resources = new Set(routes.map((r) => r.segments[RESOURCE_SEGMENT]).filter((s): s is string => s !== undefined && !s.startsWith(':')));
+      const byName = new Map<string, CompiledRoute[]>();
+      for (const resource of resources) byName.set(resource, routes.filter((r) => fitsResource(r, resource)));
+      byName.set(ANY_RESOURCE, routes.filter((r) => fitsResource(r, null)));
+      this.byResource.set(length, byName);
     }
   }
 
@@ -43,11 +62,13 @@ export class Router {
   }
 
   match(method: string, path: string): Match {
-    const exact = this.literal.get(`${method} ${path}`);
+    const exact = this.literal.get(method)?.get(path);
     if (exact !== undefined) return { kind: 'found', route: exact, params: {} };
     const parts = path.split('/').filter((s) => s.length > 0);
     const allow: HttpMethod[] = [];
-    for (const route of this.byLength.get(parts.length) ?? []) {
+    const byName = this.byResource.get(parts.length);
+    const candidates = byName === undefined ? [] : (byName.get(parts[RESOURCE_SEGMENT] ?? ANY_RESOURCE) ?? byName.get(ANY_RESOURCE)!);
+    for (const route of candidates) {
       const params = matchSegments(route.segments, parts);
       if (params === null) continue;
       if (route.method === method) return { kind: 'found', route, params };
@@ -56,6 +77,17 @@ export class Router {
     }
     return allow.length > 0 ? { kind: 'method_not_allowed', allow } : { kind: 'not_found' };
   }
+}
+
+/** The segment naming the resource family: `/v1/<resource>/...`. */
+const RESOURCE_SEGMENT = 1;
+/** The key of the routes a path whose resource no route names can match (a colon starts no real segment here). */
+const ANY_RESOURCE = ':';
+
+/** Whether a route can match a path whose resource segment is `resource` (null: one no route names). */
+function fitsResource(route: CompiledRoute, resource: string | null): boolean {
+  const segment = route.segments[RESOURCE_SEGMENT];
+  return segment === undefined || segment.startsWith(':') || segment === resource;
 }
 
 function specificity(route: CompiledRoute): number {

@@ -95,8 +95,8 @@ const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const NO_BROWSER = Object.freeze({ cookie: '', origin: '', host: '' });
 
 /** The headers only the console reads (three uWS calls spared on every API request). */
-function browserHeaders(req: HttpRequest): Incoming['browser'] {
-  if (!req.getUrl().startsWith('/console')) return NO_BROWSER;
+function browserHeaders(req: HttpRequest, path: string): Incoming['browser'] {
+  if (!path.startsWith('/console')) return NO_BROWSER;
   return { cookie: req.getHeader('cookie'), origin: req.getHeader('origin'), host: req.getHeader('host') };
 }
 
@@ -198,15 +198,16 @@ export class HttpServer {
     // A read carries no body, idempotency key, PIN or connector signature that anything would look at:
     // those five headers (each a call into uWS) are read for writes only.
     const write = method !== 'GET';
+    const path = req.getUrl();
     const incoming: Incoming = {
       method,
-      path: req.getUrl(),
+      path,
       query: req.getQuery() ?? '',
       authorization: req.getHeader('authorization'),
       contentType: write ? req.getHeader('content-type') : '',
       idempotencyKey: write ? idempotencyKeyHeader(req) : '',
       transactionAuthorization: write ? req.getHeader('x-transaction-authorization') : '',
-      browser: browserHeaders(req),
+      browser: browserHeaders(req, path),
       signature: write ? { timestamp: req.getHeader('kobo-timestamp'), signature: req.getHeader('kobo-signature') } : NO_SIGNATURE,
       ip: null,
       forwarded: this.trustProxy === null ? '' : readForwarded(req, this.trustProxy.header),
