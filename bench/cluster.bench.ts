@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { flag, fmt, machine, table, writeResult } from './lib/report.ts';
-import { runWrk, type WrkResult } from './lib/wrk.ts';
+import { postScript, runWrk, type WrkResult } from './lib/wrk.ts';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone } from '../test/helpers/server.ts';
 import { startKoboCluster } from '../test/helpers/cluster.ts';
 
@@ -20,32 +20,6 @@ const key = secretKey();
 const keys = [`${key}@bench`];
 const env = { KOBO_LOG_LEVEL: 'warn', KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000000', KOBO_RATE_LIMIT_READ_PER_MIN: '100000000' };
 
-function script(dir: string, name: string, body: string): string {
-  const file = path.join(dir, `${name}.lua`);
-  fs.writeFileSync(file, `-- written by bench/cluster.bench.ts: one fresh Idempotency-Key per request
-local nonce = "run"
-local counter = 0
-tid = 0
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-end
-function init(args)
-  if args[1] ~= nil then nonce = args[1] end
-end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer ${key}"
-wrk.body = '${body}'
-function request()
-  counter = counter + 1
-  wrk.headers["Idempotency-Key"] = nonce .. "-" .. tid .. "-" .. counter
-  return wrk.format(nil, nil, nil, nil)
-end
-`);
-  return file;
-}
 
 async function bodyFor(baseUrl: string): Promise<string> {
   const api = client(baseUrl, key);
@@ -64,7 +38,7 @@ const wrk = (baseUrl: string, file: string, connections: number, nonce: string):
 
 const single = await startServer({ keys, env });
 try {
-  const file = script(dir, 'single', await bodyFor(single.baseUrl));
+  const file = postScript(dir, { name: 'single', bodies: [await bodyFor(single.baseUrl)], authorization: `Bearer ${key}` });
   await wrk(single.baseUrl, file, CONNECTIONS, 'warm-single');
   rows.push({ target: 'single node (default, no NATS)', result: await wrk(single.baseUrl, file, CONNECTIONS, 'single') });
 } finally {
@@ -76,7 +50,7 @@ try {
   const owner = await cluster.owner();
   const follower = (owner + 1) % 3;
   const ownerUrl = cluster.nodes[owner]!.server.baseUrl;
-  const file = script(dir, 'cluster', await bodyFor(ownerUrl));
+  const file = postScript(dir, { name: 'cluster', bodies: [await bodyFor(ownerUrl)], authorization: `Bearer ${key}` });
   await wrk(ownerUrl, file, CONNECTIONS, 'warm-cluster');
   rows.push({ target: 'cluster: at the owning node', result: await wrk(ownerUrl, file, CONNECTIONS, 'owner') });
   rows.push({ target: 'cluster: at a follower (forwarded)', result: await wrk(cluster.nodes[follower]!.server.baseUrl, file, CONNECTIONS, 'follower') });

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { coreUse, kernelThreadCpuSeconds, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
-import { runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
+import { postScript, runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
 const SERVER_CORE = 0;
 const CLIENT_CORE = 1;
@@ -58,41 +58,6 @@ interface Run {
 
 // ---- wrk scripts ---------------------------------------------------------------------------------
 
-/**
- * A POST script: rotates over pre-rendered JSON bodies (one per customer) and sends a never-repeated
- * Idempotency-Key (nonce-thread-counter), so every request is a new money-moving command.
- */
-function postScript(dir: string, options: { name: string; bodies: string[]; authorization: string }): string {
-  const file = path.join(dir, `${options.name}.lua`);
-  const lua = `-- written by bench/http.bench.ts: ${options.name}, one fresh Idempotency-Key per request
-local bodies = { ${options.bodies.map((b) => `'${b}'`).join(', ')} }
-local nonce = "run"
-local counter = 0
-tid = 0
-local threads = 0
-
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-end
-
-function init(args)
-  if args[1] ~= nil then nonce = args[1] end
-end
-
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = ${JSON.stringify(options.authorization)}
-
-function request()
-  counter = counter + 1
-  wrk.headers["Idempotency-Key"] = nonce .. "-" .. tid .. "-" .. counter
-  return wrk.format(nil, nil, nil, bodies[(counter % #bodies) + 1])
-end
-`;
-  fs.writeFileSync(file, lua);
-  return file;
-}
 
 /** The issue's durable write: a bank-transfer collection (instructions, no rail round trip), NGN 100.00. */
 const bankPaymentBody = (customerId: string): string => JSON.stringify({ customer_id: customerId, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' });

@@ -1,5 +1,8 @@
-// Runs wrk pinned to a core against a loopback URL for a bounded time and parses its report.
+// Runs wrk pinned to a core against a loopback URL for a bounded time and parses its report; writes the
+// POST scripts (a fresh Idempotency-Key a request) the HTTP and cluster benches share.
 // Bench process only. wrk comes from Debian (apt-get install -y wrk); the URL must be 127.0.0.1.
+import fs from 'node:fs';
+import path from 'node:path';
 import { spawn } from 'node:child_process';
 
 export interface WrkResult {
@@ -98,4 +101,40 @@ export async function runWrk(options: WrkOptions): Promise<WrkResult> {
   const children = times[1];
   const clientCpuSeconds = children === undefined ? Number.NaN : Number(children[1]) * 60 + Number(children[2]) + Number(children[3]) * 60 + Number(children[4]);
   return { ...parseWrk(out), clientCpuSeconds };
+}
+
+/**
+ * A POST script: rotates over pre-rendered JSON bodies (one per customer) and sends a never-repeated
+ * Idempotency-Key (nonce-thread-counter), so every request is a new money-moving command.
+ */
+export function postScript(dir: string, options: { name: string; bodies: string[]; authorization: string }): string {
+  const file = path.join(dir, `${options.name}.lua`);
+  const lua = `-- written by bench/: ${options.name}, one fresh Idempotency-Key per request
+local bodies = { ${options.bodies.map((b) => `'${b}'`).join(', ')} }
+local nonce = "run"
+local counter = 0
+tid = 0
+local threads = 0
+
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+
+function init(args)
+  if args[1] ~= nil then nonce = args[1] end
+end
+
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = ${JSON.stringify(options.authorization)}
+
+function request()
+  counter = counter + 1
+  wrk.headers["Idempotency-Key"] = nonce .. "-" .. tid .. "-" .. counter
+  return wrk.format(nil, nil, nil, bodies[(counter % #bodies) + 1])
+end
+`;
+  fs.writeFileSync(file, lua);
+  return file;
 }
