@@ -5,7 +5,7 @@
 // very bytes the row would, and a pointer that finds nothing is a damaged row, never a guess.
 import assert from 'node:assert/strict';
 import type { LogSegments } from '../journal/log-segments.ts';
-import type { ColdTable } from './cold-table.ts';
+import { IN_LOG_BODY, type ColdTable } from './cold-table.ts';
 import type { DerivedBatch } from './derived-rows.ts';
 import type { IdemLog } from './idem-log.ts';
 import { DamagedRowError } from './row-checks.ts';
@@ -101,4 +101,19 @@ export function fillFromLog(records: IterableIterator<WalRow>, cold: ColdTable, 
       if (kind !== undefined && entity !== undefined) cold.fill(kind, entity.id, entry.lsn, JSON.stringify(entity));
     }
   }
+}
+
+/** Rows marked to point into the log, their bodies (and replies) dropped from memory. */
+export function withoutBodies(derived: DerivedBatch): DerivedBatch {
+  return {
+    cold: derived.cold.map((row) => (row.inLog === true ? { ...row, body: IN_LOG_BODY } : row)),
+    idem: derived.idem.map((change) => {
+      if (change.inLog !== true || change.op.op !== 'put') return change;
+      const { json: _inLog, ...record } = change.op.record;
+      return { ...change, op: { op: 'put', record } };
+    }),
+    due: derived.due,
+    ...(derived.list === undefined ? {} : { list: derived.list }),
+    ...(derived.entries === undefined ? {} : { entries: derived.entries }),
+  };
 }

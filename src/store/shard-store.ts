@@ -5,8 +5,6 @@
 // Invariant: a batch's log row is one sqlite transaction: all of it or none. Derived rows are written
 // later (PendingDerived) and are always implied by durable log rows.
 import Database from 'better-sqlite3';
-import { crc32 } from 'node:zlib';
-import fs from 'node:fs';
 import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { IDEM_LOG_SQL, IdemLog, IN_LOG_JSON, type IdemChange, type IdemRowOut } from './idem-log.ts';
@@ -15,7 +13,9 @@ import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type Lo
 import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
 import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
-import { createdInLog, fillFromLog, pointIntoLog, storedInLog } from './log-pointers.ts';
+import { createdInLog, fillFromLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
+import { JournalSync } from './journal-sync.ts';
+import { SNAPSHOTS_SQL, SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
 import { LIST_SQL, ListIndex, type EntryChange, type EntryQuery, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
@@ -23,36 +23,12 @@ export type { ColdRow } from './cold-table.ts';
 
 export type BatchExtras = DerivedBatch;
 
-/** Rows marked to point into the log, their bodies (and replies) dropped from memory. */
-function withoutBodies(derived: DerivedBatch): DerivedBatch {
-  return {
-    cold: derived.cold.map((row) => (row.inLog === true ? { ...row, body: IN_LOG_BODY } : row)),
-    idem: derived.idem.map((change) => {
-      if (change.inLog !== true || change.op.op !== 'put') return change;
-      const { json: _inLog, ...record } = change.op.record;
-      return { ...change, op: { op: 'put', record } };
-    }),
-    due: derived.due,
-    ...(derived.list === undefined ? {} : { list: derived.list }),
-    ...(derived.entries === undefined ? {} : { entries: derived.entries }),
-  };
-}
 
 /** One log record as replay reads it (`ok`: its row passed its checksum). */
 export type WalRow = LogEntry;
 export { walChecksum };
 
-export interface SnapshotRow {
-  partition: number;
-  lsn: number;
-  takenAtMs: number;
-  body: Buffer;
-  crc: number;
-}
-
-export function snapshotChecksum(partition: number, lsn: number, body: Buffer): number {
-  return crc32(body, crc32(`${partition}:${lsn}:`));
-}
+export { snapshotChecksum, type SnapshotRow } from './snapshot-table.ts';
 
 /** Opens a shard or control database with the durability settings every open must have. */
 export function openDatabase(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}): Database.Database {
@@ -72,7 +48,7 @@ export class ShardStore implements ColdReader {
   private nextBatch: number;
   /** The log's segment tables. */
   private readonly wal: LogSegments;
-  private readonly insertSnapshot: Database.Statement;
+  private readonly snapshots: SnapshotTable;
   private readonly appendTx: (records: readonly LogRecord[], derived: DerivedBatch | null) => Array<[number, number]>;
   private readonly writeDerivedTx: (derived: DerivedBatch) => Array<[number, number]>;
   /** Derived rows of durable log rows, not yet in their tables (reads look here first). */
@@ -94,25 +70,20 @@ export class ShardStore implements ColdReader {
   readonly lists: ListIndex | null;
   /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
   private readonly idemLogged: boolean;
-  private readonly journalFile: string;
-  private journal: { fd: number; ino: number } | null = null;
-  private syncing = 0;
-  private closed = false;
+  private readonly journalSync: JournalSync;
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
   constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean; walSegmentRecords?: number } = {}) {
     this.db = openDatabase(file, options);
     this.statements = new Statements(this.db);
-    this.journalFile = `${file}-wal`;
+    this.journalSync = new JournalSync(`${file}-wal`);
     this.idem = new IdemLog(this.db);
     this.due = new DueLog(this.db);
     this.cold = new ColdTable(this.db);
     if (options.readonly !== true) {
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS snapshots (
-          partition INTEGER NOT NULL, lsn INTEGER NOT NULL, taken_at_ms INTEGER NOT NULL,
-          body BLOB NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (partition, lsn));
+        ${SNAPSHOTS_SQL}
         ${IDEM_LOG_SQL}
         ${DUE_SQL}
         ${LIST_SQL}
@@ -138,9 +109,7 @@ export class ShardStore implements ColdReader {
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
-    this.insertSnapshot = this.db.prepare(
-      'INSERT OR REPLACE INTO snapshots (partition, lsn, taken_at_ms, body, crc) VALUES (?, ?, ?, ?, ?)',
-    );
+    this.snapshots = new SnapshotTable(this.db);
     this.writeDerivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
     this.appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
       this.wal.append(this.nextLsn, this.nextBatch, records);
@@ -288,45 +257,11 @@ export class ShardStore implements ColdReader {
     return this.idemLogged ? this.idem.locations() : new Float64Array(0);
   }
 
-  /**
-   * Makes every commit so far durable: fdatasync of the sqlite journal on the libuv pool, so the shard
-   * thread goes on executing the next batch meanwhile. Calls back with an error if the sync failed
-   * (the caller must then answer nothing). The journal file keeps its inode while the database is
-   * open; if it were ever replaced, the new one is opened before syncing.
-   */
+  /** Makes every commit so far durable (see journal-sync.ts); the shard answers only after `done`. */
   syncJournal(done: (error: Error | null) => void): void {
-    let journal: { fd: number; ino: number };
-    try {
-      const ino = fs.statSync(this.journalFile).ino;
-      if (this.journal !== null && this.journal.ino !== ino) {
-        fs.closeSync(this.journal.fd);
-        this.journal = null;
-      }
-      if (this.journal === null) this.journal = { fd: fs.openSync(this.journalFile, 'r'), ino };
-      journal = this.journal;
-    } catch (error) {
-      done(new Error('syncJournal: cannot open the sqlite journal', { cause: error }));
-      return;
-    }
-    this.syncing += 1;
-    fs.fdatasync(journal.fd, (error) => {
-      this.syncing -= 1;
-      // Closed meanwhile: the fd was left open for this sync and goes now.
-      if (this.closed && this.syncing === 0 && this.journal !== null) {
-        fs.closeSync(this.journal.fd);
-        this.journal = null;
-      }
-      done(error === null ? null : new Error('syncJournal: fdatasync failed', { cause: error }));
-    });
+    this.journalSync.sync(done);
   }
 
-  /**
-   * Drops the oldest WAL segment if no kept snapshot needs it: per partition, every record in it is at or
-   * below the OLDER of its two kept images (so a damaged newest image can still fall back), and it holds
-   * none of the newest `retainRecords`. One sqlite transaction per call (a kill -9 leaves the segment
-   * whole or gone); the shard calls it once per event-loop turn until it drops nothing. `blockers`:
-   * partitions that need another image before the segment can go.
-   */
   /** Records of the oldest segment whose pointing rows already took their bodies (up to this LSN). */
   private filledThrough = 0;
 
@@ -347,6 +282,13 @@ export class ShardStore implements ColdReader {
     return to >= range.last;
   }
 
+  /**
+   * Drops the oldest WAL segment if no kept snapshot needs it: per partition, every record in it is at or
+   * below the OLDER of its two kept images (so a damaged newest image can still fall back), and it holds
+   * none of the newest `retainRecords`. One sqlite transaction per call (a kill -9 leaves the segment
+   * whole or gone); the shard calls it once per event-loop turn until it drops nothing. `blockers`:
+   * partitions that need another image before the segment can go.
+   */
   truncateWal(retainRecords: number): { dropped: number; blockers: number[] } {
     const ceiling = this.nextLsn - 1 - retainRecords;
     if (ceiling <= 0) return { dropped: 0, blockers: [] };
@@ -490,32 +432,16 @@ export class ShardStore implements ColdReader {
   }
 
   writeSnapshot(row: SnapshotRow): void {
-    this.insertSnapshot.run(row.partition, row.lsn, row.takenAtMs, row.body, row.crc);
-    // Older images are kept only as a fallback for one more generation; the WAL stays whole.
-    this.db
-      .prepare(
-        `DELETE FROM snapshots WHERE partition = ? AND lsn < (
-           SELECT min(lsn) FROM (SELECT lsn FROM snapshots WHERE partition = ? ORDER BY lsn DESC LIMIT 2))`,
-      )
-      .run(row.partition, row.partition);
+    this.snapshots.write(row);
   }
 
   /** Snapshots of a partition, newest first. */
   snapshotsOf(partition: number): SnapshotRow[] {
-    return (
-      this.db
-        .prepare('SELECT partition, lsn, taken_at_ms AS takenAtMs, body, crc FROM snapshots WHERE partition = ? ORDER BY lsn DESC')
-        .all(partition) as SnapshotRow[]
-    );
+    return this.snapshots.of(partition);
   }
 
   close(): void {
     this.db.close();
-    this.closed = true;
-    // A sync still running on the libuv pool keeps its fd (closing it under fdatasync would be EBADF).
-    if (this.journal !== null && this.syncing === 0) {
-      fs.closeSync(this.journal.fd);
-      this.journal = null;
-    }
+    this.journalSync.close();
   }
 }
