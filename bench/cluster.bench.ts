@@ -18,7 +18,7 @@ if (!(DURATION_S > 0 && DURATION_S <= 60) || !(CONNECTIONS >= 3 && CONNECTIONS <
 
 const key = secretKey();
 const keys = [`${key}@bench`];
-const env = { KOBO_LOG_LEVEL: 'warn', KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000000', KOBO_RATE_LIMIT_READ_PER_MIN: '100000000' };
+const env = { KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000000', KOBO_RATE_LIMIT_READ_PER_MIN: '100000000' };
 
 
 async function bodyFor(baseUrl: string): Promise<string> {

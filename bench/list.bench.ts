@@ -83,7 +83,7 @@ async function measure(server: TestServer, key: string, label: string, middle: s
 async function eventsAt(rows: number): Promise<Array<[string, { p50: number; p99: number; rows: number }]>> {
   const key = secretKey();
   const dataDir = tempDataDir('list-bench');
-  const env = { KOBO_LOG_LEVEL: 'warn' };
+  const env = {};
   let server = await startServer({ keys: [`${key}@${OWNER_ACCOUNT}`], dataDir, shards: SHARDS, env });
   const api = client(server.baseUrl, key);
   const customer = await api('POST', '/v1/customers', { idempotencyKey: idem('c'), body: { name: 'Bench', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
@@ -126,7 +126,7 @@ function fillOlderTransactions(dataDir: string, owner: string, count: number, cu
 async function transactionsAt(count: number, older: number): Promise<Array<[string, { p50: number; p99: number; rows: number }]>> {
   const key = secretKey();
   const dataDir = tempDataDir('list-bench');
-  const env = { KOBO_LOG_LEVEL: 'warn' };
+  const env = {};
   let server = await startServer({ keys: [`${key}@${OWNER_ACCOUNT}`], dataDir, shards: SHARDS, env });
   let api = client(server.baseUrl, key);
   try {

@@ -7,45 +7,18 @@ import { STATUS_CODES } from 'node:http';
 import { reject, statusOf, type Rejection } from '../errors.ts';
 import type { KeyRecord } from '../store/control-store.ts';
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocketBehavior } from './uws.ts';
-import { normalizeIp, type Authenticator } from './auth.ts';
-import { ipSubject, type RateDecision, type RateLimiter } from './rate-limit.ts';
+import { normalizeIp } from './auth.ts';
+import { ipSubject, type RateDecision } from './rate-limit.ts';
 import { idempotencyKeyHeader } from './idempotency.ts';
 import { closedForFraming } from './framing.ts';
-import type { Router } from './router.ts';
 import { FrontIdempotencyStore } from './idempotency-store.ts';
 import { writeBodyBounded } from './write-body.ts';
 import { readForwarded, type TrustProxy } from './trust-proxy.ts';
-import type { JsonPolicy } from './json-policy.ts';
 import { Preflight } from './preflight.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
+import type { ServerDeps } from './server-deps.ts';
 
-export interface ServerDeps {
-  router: Router;
-  auth: Authenticator;
-  rateLimiter: RateLimiter;
-  /**
-   * Budgets of public senders that prove who they are (connector callbacks, writes; the metrics token,
-   * reads), apart from keys and IPs; the main limiter when absent.
-   */
-  verifiedRateLimiter?: RateLimiter;
-  bodyBytesMax: number;
-  /** A reply the client is not reading may wait in memory up to this size; beyond, the connection closes. */
-  responseBufferedBytesMax: number;
-  jsonPolicy: JsonPolicy;
-  /** Idempotency for keyed POSTs the front end answers itself. */
-  frontIdempotency: FrontIdempotencyStore;
-  clockOf: (owner: string) => number;
-  /** Faults inside the server (the stack stays here; the client gets a request id). */
-  log: (message: string, fields?: Record<string, unknown>) => void;
-  /**
-   * Called once per answered request (request log, metrics); `route` is the matched template or ''.
-   * `ip` is read (a getpeername call) only when `wantsIp` says the callback uses it.
-   */
-  onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string; keyId: string | null; account: string | null }) => void;
-  wantsIp?: () => boolean;
-  /** Reverse proxies whose forwarding header names the client (KOBO_TRUST_PROXY); absent or null: none. */
-  trustProxy?: TrustProxy | null;
-}
+export type { ServerDeps };
 
 /** uWS accepts listen options after the port; its typings only show them without a host. */
 type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => unknown;

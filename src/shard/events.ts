@@ -27,7 +27,7 @@ import type {
   Transaction,
   Wallet,
 } from './state.ts';
-import { collectionDue, expiresUnpaid } from './state.ts';
+import { collectionDue, expiresUnpaid } from './collections.ts';
 import { viewReplyJson } from './views.ts';
 import { eventBody, noteEntries, noteResource } from './list-notes.ts';
 import type { Hold } from '../ledger/ledger.ts';

@@ -2,7 +2,8 @@
 // Runs in shard workers and the CLI; src/store/snapshot.ts compresses and checksums the result.
 // Invariant: decode(encode(state)) is deep-equal to state.
 import type { Hold, LedgerAccount } from '../ledger/ledger.ts';
-import { collectionDue, emptyPartition, expiresUnpaid, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from './state.ts';
+import { emptyPartition, type Beneficiary, type InboundCredit, type OutboxEvent, type ServiceOrder, type ServiceQuote, type Customer, type Exchange, type Transfer, type ExchangeQuote, type IdempotencyRecord, type PartitionState, type PartitionTiers, type Payment, type Transaction } from './state.ts';
+import { collectionDue, expiresUnpaid } from './collections.ts';
 
 /**
  * v2 holds the heap only: finished entities are in the cold table and idempotency records in their

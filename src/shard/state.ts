@@ -10,7 +10,7 @@ import type { FailureCode, TransactionStatus } from '../../machines/transaction.
 import type { PaymentStatus } from '../../machines/payment.machine.ts';
 import type { TransferStatus } from '../../machines/transfer.machine.ts';
 import type { OrderStatus } from '../../machines/order.machine.ts';
-import type { DueEntry } from '../store/due-log.ts';
+import { awaitsPayer } from './collections.ts';
 import { DueIndex } from './due-index.ts';
 import { ListNotes } from './list-queue.ts';
 import type { EventType } from '../schemas/event-type.schema.ts';
@@ -374,35 +374,6 @@ export interface PartitionState {
   walletsChanged: Set<string>;
   /** What applied events mean for the shard file's list index, until the group commit takes it. */
   listed: ListNotes;
-}
-
-/**
- * A sandbox collection its payer can still pay, a service order's included: unpaid at its expiry, the
- * sweep fails it with EXPIRED (and its order with it). Live ones end by their connector's word.
- */
-export function expiresUnpaid(payment: Payment): boolean {
-  return payment.status === 'pending' && payment.method !== 'wallet' && payment.owner.startsWith('test:');
-}
-
-/**
- * A sandbox collection waiting for its payer, outside any order: nothing moves it but the payer
- * (settle), a failure, a cancel or expiry, all of which read it by id, so it waits cold. (Live ones and
- * order payments stay hot: a connector is requeried, an order reads its payment.)
- */
-export function awaitsPayer(payment: Payment): boolean {
-  return expiresUnpaid(payment) && payment.orderId === undefined;
-}
-
-/** When a collection stops accepting the payer's money: its instructions' expiry, else a day after creation. */
-export function collectionExpiresAtMs(payment: Payment): number {
-  return payment.instructions?.expiresAtMs ?? payment.createdAtMs + COLLECTION_TTL_MS;
-}
-
-/** How long a collection's instructions (and hosted page) stay payable: one day. */
-export const COLLECTION_TTL_MS = 86_400_000;
-
-export function collectionDue(payment: Payment): DueEntry {
-  return { id: payment.id, expiresAtMs: collectionExpiresAtMs(payment), owner: payment.owner };
 }
 
 /** Where a partition's finished entities and idempotency records live; null keeps everything in the heap. */

@@ -2,7 +2,8 @@
 // Runs inside shard workers. One name per concept: `providerCostMinor` inside is `provider_cost_minor` out.
 // Invariant: available_minor = balance_minor - held_minor for every wallet view.
 import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
-import { collectionExpiresAtMs, type Customer, type PartitionState, type Payment, type Reconciliation, type Transaction, type Wallet } from './state.ts';
+import { type Customer, type PartitionState, type Payment, type Reconciliation, type Transaction, type Wallet } from './state.ts';
+import { collectionExpiresAtMs } from './collections.ts';
 import type { ReplyView } from '../store/tiers.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */

@@ -38,3 +38,28 @@ it('match: literal before parameter, parameters decoded, 405 naming the methods 
   const b = router.match('GET', '/v1/services');
   assert.ok(a.kind === 'found' && b.kind === 'found' && a.params !== b.params);
 });
+
+it('match by resource: a route whose resource segment is a parameter still competes with every resource, in specificity order', () => {
+  const r = new Router();
+  r.add([
+    route('GET', '/v1/:anything/raw'),
+    route('GET', '/v1/wallets/:id'),
+    route('GET', '/v1/wallets/:id/entries'),
+    route('POST', '/v1/wallets/:id'),
+    route('GET', '/v1/events/stream'),
+    route('GET', '/v1/events/:id'),
+  ]);
+  const at = (method: string, path: string): string => {
+    const m = r.match(method, path);
+    return m.kind === 'found' ? `${m.route.path} ${JSON.stringify(m.params)}` : m.kind === 'method_not_allowed' ? `405 ${m.allow.join(',')}` : '404';
+  };
+  assert.equal(at('GET', '/v1/wallets/w1'), '/v1/wallets/:id {"id":"w1"}');
+  assert.equal(at('GET', '/v1/wallets/raw'), '/v1/wallets/:id {"id":"raw"}', 'the literal resource outranks a parameter in its place');
+  assert.equal(at('GET', '/v1/wallets/w1/entries'), '/v1/wallets/:id/entries {"id":"w1"}');
+  assert.equal(at('GET', '/v1/customers/raw'), '/v1/:anything/raw {"anything":"customers"}', 'a resource no route names falls to the parameter routes');
+  assert.equal(at('GET', '/v1/events/stream'), '/v1/events/stream {}');
+  assert.equal(at('GET', '/v1/events/evt_1'), '/v1/events/:id {"id":"evt_1"}');
+  assert.equal(at('DELETE', '/v1/wallets/w1'), '405 GET,POST');
+  assert.equal(at('GET', '/v1/unknown/x'), '404');
+  assert.equal(at('GET', '/'), '404');
+});

@@ -11,7 +11,8 @@ import { canDebit, systemAccountId, type LedgerOp } from '../../ledger/ledger.ts
 import type { FailureCode } from '../../../machines/transaction.machine.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
-import { collectionExpiresAtMs, expiresUnpaid, COLLECTION_TTL_MS, walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
+import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
+import { collectionExpiresAtMs, expiresUnpaid, COLLECTION_TTL_MS } from '../collections.ts';
 import { iso, paymentView } from '../views.ts';
 import {
   effectsOf,
