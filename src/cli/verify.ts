@@ -43,6 +43,7 @@ function checkChecksums(store: ShardStore, shard: number, violations: string[], 
     if (!row.ok) violations.push(`shard ${shard}: WAL record ${row.lsn} fails its checksum (log row of batch ${row.batch})`);
     if (wal % 50_000 === 0) progress(wal);
   }
+  for (const row of store.damagedArchiveRows()) violations.push(`shard ${shard}: archived log row of batch ${row.batch} (LSN ${row.lsnFirst}) fails its checksum`);
   for (const row of damagedColdRows(store.db)) violations.push(`shard ${shard}: cold row ${row.id} (kind ${row.kind}, LSN ${row.lsn}) fails its checksum`);
   for (const row of damagedIdemRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
   for (const row of damagedDueRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);

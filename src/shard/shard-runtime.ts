@@ -36,9 +36,6 @@ import { crashPoints } from './crash-points.ts';
 import { SqliteJournal } from '../journal/journal.ts';
 import { openJournal, type ShardClusterData } from '../journal/jetstream-journal.ts';
 
-/** Log records whose pointing rows take their bodies in one turn before truncation (~15 ms). */
-const TRUNCATION_FILL_RECORDS = 200;
-
 export interface ShardWorkerData {
   shard: number;
   shards: number;
@@ -353,15 +350,11 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         gate.committedOne();
       }
       // Segments every kept image covers (beyond the retained tail) are no longer needed to recover:
-      // dropped one per event-loop turn, so commands interleave. A partition whose images are older
-      // than its records in the oldest segment is imaged again next round, so an idle one never pins it.
+      // archived one per event-loop turn (the rows pointing into them keep reading them). A partition
+      // whose images are older than its records in the oldest segment is imaged again next round, so an
+      // idle one never pins it.
       if (taken > 0) {
         for (;;) {
-          // The rows pointing into the segment take their bodies first, a slice of records a turn.
-          while (!closed && !store.fillBeforeTruncation(data.walRetainRecords, TRUNCATION_FILL_RECORDS)) {
-            gate.committedOne();
-            await new Promise((resolve) => setImmediate(resolve));
-          }
           const { dropped, blockers } = store.truncateWal(data.walRetainRecords);
           for (const partition of blockers) dirty.add(partition);
           if (dropped === 0) break;

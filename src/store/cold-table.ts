@@ -92,11 +92,6 @@ export class ColdTable {
     }
   }
 
-  /** A row of `id` whose body is in the log record at `lsn` takes that body (before the log row is dropped). */
-  fill(kind: EntityKind, id: string, lsn: number, body: string): void {
-    this.statements.get('UPDATE cold SET body = ?, crc = ? WHERE id = ? AND kind = ? AND lsn = ? AND body = ?').run(body, crc32(body), id, kindCode(kind), lsn, IN_LOG_BODY);
-  }
-
   /** Like read, with the version's LSN (a body that points into the log is resolved by the caller). */
   readRow(kind: EntityKind, id: string, beforeLsn: number): { lsn: number; body: string } | undefined {
     const row = (

@@ -89,16 +89,6 @@ export class IdemLog {
     return seq;
   }
 
-  /** The row at `seq`, if its reply is in the log, takes it (before the log row is dropped). */
-  fill(seq: number, scope: string, reply: { json?: string; error?: { code: string; message: string } }): void {
-    this.checksummed ??= hasChecksumColumn(this.db, 'idem_log');
-    const row = this.stmt('SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms FROM idem_log WHERE seq = ?').get(seq) as IdemRowFields | undefined;
-    if (row === undefined || row.scope !== scope || row.json !== IN_LOG_JSON) return;
-    const filled = { ...row, json: reply.json ?? null, error: reply.error === undefined ? null : JSON.stringify(reply.error) };
-    if (this.checksummed) this.stmt('UPDATE idem_log SET json = ?, error = ?, crc = ? WHERE seq = ?').run(filled.json, filled.error, idemRowChecksum(filled), seq);
-    else this.stmt('UPDATE idem_log SET json = ?, error = ? WHERE seq = ?').run(filled.json, filled.error, seq);
-  }
-
   /**
    * The record at `seq` if it has this scope. Its checksum is checked first: a damaged row raises
    * DamagedRowError, never a replay of altered bytes nor a "miss" that would run the request again.

@@ -1,15 +1,13 @@
 // Derived rows that point into the log (log v2): a cold row holding exactly the entity its record
 // created, or an idempotency row holding the reply its record stored, is written empty and read from
-// that record; before the record's segment is truncated, the row takes its body. Store layer: runs in
+// that record, which stays readable when truncation archives its segment. Store layer: runs in
 // the shard (or CLI) that owns the file. Invariant: a pointer is written only when the record holds the
 // very bytes the row would, and a pointer that finds nothing is a damaged row, never a guess.
 import assert from 'node:assert/strict';
 import type { LogSegments } from '../journal/log-segments.ts';
-import { IN_LOG_BODY, type ColdTable } from './cold-table.ts';
+import { IN_LOG_BODY } from './cold-table.ts';
 import type { DerivedBatch } from './derived-rows.ts';
-import type { IdemLog } from './idem-log.ts';
 import { DamagedRowError } from './row-checks.ts';
-import type { WalRow } from './shard-store.ts';
 import type { EntityKind, IdempotencyRecord } from './tiers.ts';
 
 /**
@@ -17,7 +15,6 @@ import type { EntityKind, IdempotencyRecord } from './tiers.ts';
  * entity: a cold row of these kinds may point into the record instead of holding a second copy.
  */
 const CREATED_PROPERTY: Partial<Record<EntityKind, string>> = { txn: 'txn', payment: 'payment', exchange: 'exchange' };
-const CREATED_KIND: Record<string, EntityKind | undefined> = { 'txn.created': 'txn', 'payment.created': 'payment', 'exchange.created': 'exchange' };
 
 /** Rebuilds a reply that a record names by view (shard/reply-views.ts registers it when loaded). */
 type ReplyRebuilder = (events: readonly unknown[], record: IdempotencyRecord) => string;
@@ -83,24 +80,6 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     return inLog ? { ...change, inLog: true as const } : change;
   });
   return { ...derived, cold, idem };
-}
-
-/** Rows pointing into the records of a log segment about to be dropped take their bodies from them. */
-export function fillFromLog(records: IterableIterator<WalRow>, cold: ColdTable, idem: IdemLog): void {
-  for (const entry of records) {
-    if (!entry.ok) continue;
-    const events = JSON.parse(entry.body) as Array<Record<string, unknown> & { t: string }>;
-    for (const event of events) {
-      if (event.t === 'idem.stored') {
-        const record = withReply(events, event.record as IdempotencyRecord);
-        idem.fill(entry.lsn, record.scope, record);
-        continue;
-      }
-      const kind = CREATED_KIND[event.t];
-      const entity = kind === undefined ? undefined : (event[CREATED_PROPERTY[kind]!] as { id: string } | undefined);
-      if (kind !== undefined && entity !== undefined) cold.fill(kind, entity.id, entry.lsn, JSON.stringify(entity));
-    }
-  }
 }
 
 /** Rows marked to point into the log, their bodies (and replies) dropped from memory. */

@@ -13,7 +13,7 @@ import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type Lo
 import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
 import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
-import { createdInLog, fillFromLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
+import { createdInLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
 import { JournalSync } from './journal-sync.ts';
 import { SNAPSHOTS_SQL, SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
 import { LIST_SQL, ListIndex, type EntryChange, type EntryQuery, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
@@ -262,32 +262,12 @@ export class ShardStore implements ColdReader {
     this.journalSync.sync(done);
   }
 
-  /** Records of the oldest segment whose pointing rows already took their bodies (up to this LSN). */
-  private filledThrough = 0;
-
   /**
-   * Before truncation drops the oldest segment, the rows pointing into it take their bodies, at most
-   * `recordsMax` records' worth per call (one transaction): the shard calls it once a turn until it
-   * answers true, so a segment of 2,500 records does not hold the shard for one long transaction (it
-   * did for ~450 ms). Idempotent: a row that has its body is left alone; the drop fills what is left.
-   */
-  fillBeforeTruncation(retainRecords: number, recordsMax: number): boolean {
-    const range = this.wal.oldestSealedV2(this.nextLsn - 1 - retainRecords);
-    if (range === null) return true;
-    const from = Math.max(range.first, this.filledThrough + 1);
-    if (from > range.last) return true;
-    const to = Math.min(range.last, from + recordsMax - 1);
-    this.db.transaction(() => fillFromLog(this.wal.oldestEntries(from, to), this.cold, this.idem))();
-    this.filledThrough = to;
-    return to >= range.last;
-  }
-
-  /**
-   * Drops the oldest WAL segment if no kept snapshot needs it: per partition, every record in it is at or
-   * below the OLDER of its two kept images (so a damaged newest image can still fall back), and it holds
-   * none of the newest `retainRecords`. One sqlite transaction per call (a kill -9 leaves the segment
-   * whole or gone); the shard calls it once per event-loop turn until it drops nothing. `blockers`:
-   * partitions that need another image before the segment can go.
+   * Takes the oldest WAL segment out of the live log (archived: see LogSegments.dropOldest) if no kept
+   * snapshot needs it: per partition, every record in it is at or below the OLDER of its two kept images
+   * (so a damaged newest image can still fall back), and it holds none of the newest `retainRecords`.
+   * One sqlite transaction per call (a kill -9 leaves the segment live or archived); the shard calls it
+   * once per event-loop turn until it drops nothing. `blockers`: partitions that need another image first.
    */
   truncateWal(retainRecords: number): { dropped: number; blockers: number[] } {
     const ceiling = this.nextLsn - 1 - retainRecords;
@@ -296,11 +276,7 @@ export class ShardStore implements ColdReader {
       (this.stmt('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>).map((r) => [r.partition, { count: r.n, minLsn: r.lsn }]),
     );
     return this.db.transaction(() => {
-      const filled = this.filledThrough;
-      const rest = function* (records: IterableIterator<WalRow>): IterableIterator<WalRow> {
-        for (const entry of records) if (entry.lsn > filled) yield entry;
-      };
-      const { dropped, blockers } = this.wal.dropOldest(ceiling, (partition) => images.get(partition) ?? { count: 0, minLsn: 0 }, (records) => fillFromLog(rest(records), this.cold, this.idem));
+      const { dropped, blockers } = this.wal.dropOldest(ceiling, (partition) => images.get(partition) ?? { count: 0, minLsn: 0 });
       if (dropped === null) return { dropped: 0, blockers };
       const floor = this.walFloor();
       this.setMeta('wal_floor', `${Math.max(floor.lsn, dropped.lastLsn)}:${Math.max(floor.batch, dropped.lastBatch)}`);
@@ -410,6 +386,16 @@ export class ShardStore implements ColdReader {
     this.lists?.cutFrom(lsn);
     this.nextLsn = Math.max(this.wal.last().lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return cut;
+  }
+
+  /** Archived log rows that fail their checksum (rows of cold entities and stored replies point into them). */
+  damagedArchiveRows(): IterableIterator<{ lsnFirst: number; batch: number }> {
+    return this.wal.damagedArchiveRows();
+  }
+
+  /** Records truncation archived (out of the live log, kept for the rows pointing into them). */
+  archivedRecords(): number {
+    return this.wal.archivedRecords();
   }
 
   /** The oldest LSN still in the WAL, or null when it is empty. */
