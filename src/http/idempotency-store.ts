@@ -3,7 +3,7 @@
 // and replayed; the same key with another request is 409 IDEMPOTENCY_REPLAY. Main thread.
 // Shard-executed POSTs keep their records in the shard's WAL instead (src/shard/dispatch.ts).
 // Invariant: two requests with one key never both execute; the second waits and gets the first's result.
-import { hash } from 'node:crypto';
+import { requestFingerprint, sameRequest } from '../idempotency-fingerprint.ts';
 import type Database from 'better-sqlite3';
 import { isStoredResult, type StoredReply } from '../schemas/reply.schema.ts';
 import type { Reply } from './types.ts';
@@ -58,7 +58,7 @@ export class FrontIdempotencyStore {
    * One-shot `crypto.hash` over the joined bytes: the digest a Hash object gives, ~0.8 µs less a POST.
    */
   static fingerprint(method: string, path: string, rawBody: Buffer): string {
-    return hash('sha256', Buffer.concat([Buffer.from(`${method} ${path}\n`), rawBody]), 'hex');
+    return requestFingerprint(method, path, rawBody);
   }
 
   /** Replays the stored result of `scope`, refuses a different request under it, or runs `execute` once. */
@@ -72,7 +72,7 @@ export class FrontIdempotencyStore {
         reportDamage(new DamagedRowError('front_idempotency', `of scope ${scope.slice(0, scope.lastIndexOf(':') + 1)}… (webhooks.db)`));
         return { status: 500, error: { code: 'DATA_DAMAGED', message: DATA_DAMAGED_MESSAGE } };
       }
-      if (known.fingerprint !== fingerprint) return 'replay_mismatch';
+      if (!sameRequest(known.fingerprint, fingerprint)) return 'replay_mismatch';
       const stored = JSON.parse(known.body) as Omit<StoredReply, 'status'>;
       if (customerScope !== null && storedForAnotherCustomer(stored.json, customerScope)) return FOREIGN_REPLAY;
       return { status: known.status, ...stored };

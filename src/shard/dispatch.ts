@@ -21,6 +21,7 @@ import { createBeneficiary, customerSecret, getBeneficiary, resolveWallet } from
 import { railAnswered } from './rail-answers.ts';
 import { resolveReconciliation } from './lifecycle/reconcile.ts';
 import { checkoutPayment, createPayment, expirePayments, failPayment, getPayment, listMethods, settlePayment, submitPayment } from './handlers/payments.ts';
+import { sameRequest } from '../idempotency-fingerprint.ts';
 
 /**
  * Forgets records older than their owner's cutoff (each owner has its own sandbox clock). The event
@@ -126,7 +127,7 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
       throw error;
     }
     if (record !== undefined) {
-      const reply = record.fingerprint === cmd.idem.fingerprint
+      const reply = sameRequest(record.fingerprint, cmd.idem.fingerprint)
         ? storedReply(record)
         : errorReply(reject('IDEMPOTENCY_REPLAY', 'This Idempotency-Key was used with a different request; retries must repeat the key and body exactly.'));
       return { reply, events: [], effects: [] };

@@ -3,21 +3,25 @@
 // written after the fsync. Runs in the shard worker (and CLI) that owns the file.
 // Invariant: a page is read by one index range scan of at most `limit + extra` rows, whatever the row
 // count; rows here are implied by durable log records (recovery derives them again).
+import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { Statements } from './statements.ts';
 
 // Compact on purpose: every row is written once per listable resource (two for a payment: the payment
-// and its transaction) and sits in four b-trees, so each byte of its key is paid four times on disk and
+// and its transaction) and sits in three b-trees, so each byte of its key is paid three times on disk and
 // twice again in what the write and its checkpoint put through. The owner is a number from
 // `list_owners` and the kind a small integer (830 B a payment with text keys). Every index ends with the
-// ULID id, so a page, whatever its filters, is one range walk.
+// ULID id, so a page naming a status (or none) is one range walk. A page naming a customer but no status
+// walks the (customer, status) index once per status that customer has (see `customerPage`): an index of
+// its own on (customer, id) cost ~134 B a payment on disk and a fourth b-tree write, for pages that
+// read at most (statuses + 1) × limit rows without it.
 export const LIST_SQL = `
   DROP TABLE IF EXISTS list_rows;
   CREATE TABLE IF NOT EXISTS list_owners (n INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE);
   CREATE TABLE IF NOT EXISTS lists (
     o INTEGER NOT NULL, k INTEGER NOT NULL, id TEXT NOT NULL, customer_id TEXT, status TEXT, body TEXT,
     lsn INTEGER NOT NULL, PRIMARY KEY (o, k, id)) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS lists_customer ON lists (o, k, customer_id, id);
+  DROP INDEX IF EXISTS lists_customer;
   CREATE INDEX IF NOT EXISTS lists_status ON lists (o, k, status, id);
   CREATE INDEX IF NOT EXISTS lists_customer_status ON lists (o, k, customer_id, status, id);
   CREATE TABLE IF NOT EXISTS ledger_entries (
@@ -31,6 +35,11 @@ export type ListKind = 'customer' | 'transaction' | 'payment' | 'transfer' | 'or
 const KIND_CODE: Readonly<Record<ListKind, number>> = { customer: 1, transaction: 2, payment: 3, transfer: 4, order: 5, beneficiary: 6, event: 7 };
 /** Distinct owners remembered with their numbers (one per account and environment: few). */
 const OWNERS_CACHED_MAX = 100_000;
+/**
+ * Distinct statuses one customer's rows of one kind may have (a service order has 12 states; an event's
+ * type sits in `status`, ~20 of them): a customer page walks one index range per status, so this bounds it.
+ */
+export const CUSTOMER_STATUSES_MAX = 64;
 
 /** A listable resource as the index keeps it (`status` holds an event's type; `body` an event's payload). */
 export interface ListRow {
@@ -132,6 +141,7 @@ export class ListIndex {
   page(q: ListQuery): ListRow[] {
     const o = this.ownerNumber(q.owner, false);
     if (o === undefined) return [];
+    if (q.customerId !== null && q.status === null) return this.customerPage(o, q, q.customerId);
     const where = ['o = ?', 'k = ?'];
     const args: Array<string | number> = [o, KIND_CODE[q.kind]];
     if (q.customerId !== null) (where.push('customer_id = ?'), args.push(q.customerId));
@@ -140,9 +150,37 @@ export class ListIndex {
     args.push(q.idAbove, q.idBelow, q.rows);
     // Named, not left to the planner: without statistics it walks the primary key and filters (the
     // index is not covering once the body is read), which is a scan of every row of the owner and kind.
-    const index = q.customerId !== null ? (q.status !== null ? 'lists_customer_status' : 'lists_customer') : q.status !== null ? 'lists_status' : null;
+    const index = q.customerId !== null ? 'lists_customer_status' : q.status !== null ? 'lists_status' : null;
     const sql = `SELECT id, customer_id, status, body FROM lists${index === null ? '' : ` INDEXED BY ${index}`} WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
-    const rows = this.statements.get(sql).all(...args) as ListRowOut[];
+    return this.rowsOf(q, this.statements.get(sql).all(...args) as ListRowOut[]);
+  }
+
+  /**
+   * A customer's page with no status named: the (customer, status) index holds that customer's rows
+   * grouped by status, each group in id order. Its distinct statuses are found by seeks (one per status,
+   * no walk of the rows), each group gives at most `rows` rows of the window, and the merge keeps the
+   * `rows` nearest the cursor: at most (statuses + 1) × rows rows read, whatever the customer's history.
+   */
+  private customerPage(o: number, q: ListQuery, customerId: string): ListRow[] {
+    const k = KIND_CODE[q.kind];
+    const dir = q.order === 'desc' ? 'DESC' : 'ASC';
+    const nextStatus = this.statements.get('SELECT status FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status > ? ORDER BY status LIMIT 1').pluck();
+    const ofNull = this.statements.get(`SELECT id, customer_id, status, body FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const ofStatus = this.statements.get(`SELECT id, customer_id, status, body FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const rows = ofNull.all(o, k, customerId, q.idAbove, q.idBelow, q.rows) as ListRowOut[];
+    let statuses = 0;
+    for (let status = nextStatus.get(o, k, customerId, '') as string | undefined; status !== undefined; status = nextStatus.get(o, k, customerId, status) as string | undefined) {
+      statuses += 1;
+      assert(statuses <= CUSTOMER_STATUSES_MAX, `list index: a customer's ${q.kind} rows have more than ${CUSTOMER_STATUSES_MAX} statuses`);
+      rows.push(...(ofStatus.all(o, k, customerId, status, q.idAbove, q.idBelow, q.rows) as ListRowOut[]));
+    }
+    // The empty string sorts below every status; a row whose status is '' is one group more.
+    rows.push(...(ofStatus.all(o, k, customerId, '', q.idAbove, q.idBelow, q.rows) as ListRowOut[]));
+    rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) * (q.order === 'desc' ? 1 : -1));
+    return this.rowsOf(q, rows.slice(0, q.rows));
+  }
+
+  private rowsOf(q: ListQuery, rows: readonly ListRowOut[]): ListRow[] {
     return rows.map((r) => ({ kind: q.kind, id: r.id, owner: q.owner, customerId: r.customer_id, status: r.status, body: r.body }));
   }
 
