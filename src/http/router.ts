@@ -28,7 +28,8 @@ export class Router {
 
   add(defs: readonly RouteDef[]): void {
     for (const def of defs) {
-      const compiled: CompiledRoute = { ...def, segments: def.path.split('/').filter((s) => s.length > 0) };
+      const segments = def.path.split('/').filter((s) => s.length > 0);
+      const compiled: CompiledRoute = { ...def, segments, params: segments.map((s) => (s.startsWith(':') ? s.slice(1) : null)) };
       if (def.body !== undefined) compiled.bodyValidator = Compile(def.body);
       if (def.query !== undefined) compiled.queryValidator = Compile(def.query);
       this.routes.push(compiled);
@@ -64,12 +65,12 @@ export class Router {
   match(method: string, path: string): Match {
     const exact = this.literal.get(method)?.get(path);
     if (exact !== undefined) return { kind: 'found', route: exact, params: {} };
-    const parts = path.split('/').filter((s) => s.length > 0);
+    const parts = pathParts(path);
     const allow: HttpMethod[] = [];
     const byName = this.byResource.get(parts.length);
     const candidates = byName === undefined ? [] : (byName.get(parts[RESOURCE_SEGMENT] ?? ANY_RESOURCE) ?? byName.get(ANY_RESOURCE)!);
     for (const route of candidates) {
-      const params = matchSegments(route.segments, parts);
+      const params = matchSegments(route, parts);
       if (params === null) continue;
       if (route.method === method) return { kind: 'found', route, params };
       // A literal and a parameter route can both match one path (GET /v1/payments/methods, /v1/payments/:id).
@@ -94,29 +95,34 @@ function specificity(route: CompiledRoute): number {
   return route.segments.reduce((score, s, i) => score + (s.startsWith(':') ? 0 : 2 ** (16 - i)), 0);
 }
 
-/** `segments` and `parts` have the same length (routes are grouped by it). */
-function matchSegments(segments: string[], parts: string[]): Record<string, string> | null {
+/** A path's non-empty segments (a request path starts with '/'; doubled or trailing slashes add none). */
+function pathParts(path: string): string[] {
+  const parts = path.split('/');
+  return parts[0] === '' && !parts.includes('', 1) ? parts.slice(1) : parts.filter((s) => s.length > 0);
+}
+
+/** The route's segments and `parts` have the same length (routes are grouped by it). */
+function matchSegments(route: CompiledRoute, parts: string[]): Record<string, string> | null {
+  const { segments, params: names } = route;
   // Literal segments first: most routes fail there, before any parameter is decoded.
   for (let i = 0; i < segments.length; i += 1) {
-    const segment = segments[i]!;
-    if (!segment.startsWith(':') && segment !== parts[i]) return null;
+    if (names[i] === null && segments[i] !== parts[i]) return null;
   }
   const params: Record<string, string> = {};
   for (let i = 0; i < segments.length; i += 1) {
-    const segment = segments[i]!;
+    const name = names[i];
+    if (name === null || name === undefined) continue;
     const part = parts[i]!;
-    if (segment.startsWith(':')) {
-      let value: string;
+    let value = part;
+    if (part.includes('%')) {
       try {
         value = decodeURIComponent(part);
       } catch {
         // A malformed escape (`%zz`) is a bad parameter value, not another route: the handler answers 400.
         value = part;
       }
-      params[segment.slice(1)] = value;
-    } else if (segment !== part) {
-      return null;
     }
+    params[name] = value;
   }
   return params;
 }

@@ -106,6 +106,8 @@ export interface RouteDef {
 
 export interface CompiledRoute extends RouteDef {
   segments: string[];
+  /** The parameter name at each segment (null: a literal segment), computed once when the route is added. */
+  params: Array<string | null>;
   bodyValidator?: Validator;
   queryValidator?: Validator;
 }

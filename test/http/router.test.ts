@@ -26,6 +26,7 @@ const found = (method: string, path: string): string => {
 it('match: literal before parameter, parameters decoded, 405 naming the methods there are, 404 otherwise', () => {
   assert.equal(found('GET', '/v1/payments/methods'), 'GET /v1/payments/methods {}');
   assert.equal(found('GET', '/v1/payments/pay%5F1'), 'GET /v1/payments/:id {"id":"pay_1"}');
+  assert.equal(found('GET', '/v1/payments/pay%zz'), 'GET /v1/payments/:id {"id":"pay%zz"}', 'a malformed escape stays as sent (the handler answers 400)');
   assert.equal(found('GET', '/v1/services'), 'GET /v1/services {}');
   assert.equal(found('GET', '/v1/services/'), 'GET /v1/services {}', 'a trailing slash goes through the segments');
   assert.equal(found('GET', '/v1//services'), 'GET /v1/services {}');
