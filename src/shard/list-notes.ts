@@ -5,12 +5,21 @@
 // same records always give the same rows (an entry's seq is its LSN and its rank in the record).
 import type { Hold, LedgerOp } from '../ledger/ledger.ts';
 import type { ListRow } from '../store/list-index.ts';
+import { registerEventBodyRebuilder } from '../store/log-pointers.ts';
 import type { OutboxEvent, PartitionState, Wallet } from './state.ts';
 
 /** The payload a webhook delivers for this event: what GET /v1/events shows, byte for byte. */
 export function eventBody(event: OutboxEvent): string {
   return JSON.stringify({ id: event.id, event_type: event.type, event_key: event.key, occurred_at: new Date(event.occurredAtMs).toISOString(), data: event.data });
 }
+
+/** An event row stored empty reads its body from the record that added it (store/log-pointers.ts). */
+registerEventBodyRebuilder((events, id) => {
+  for (const event of events as Array<{ t?: string; event?: OutboxEvent }>) {
+    if (event.t === 'outbox.added' && event.event?.id === id) return eventBody(event.event);
+  }
+  return undefined;
+});
 
 export type Listed = { id: string; owner: string; customerId: string; status?: string };
 

@@ -8,6 +8,7 @@ import { ENTITY_KINDS, type EntityKind } from './tiers.ts';
 import { Statements } from './statements.ts';
 import { relayoutTable } from './relayout.ts';
 import { DamagedRowError } from './row-checks.ts';
+import { decodeColdBody, encodeColdBody } from './cold-codec.ts';
 
 /**
  * A rowid table (a commit's rows go to its right edge, where sqlite appends a page without rebalancing
@@ -53,21 +54,26 @@ export function kindCode(kind: EntityKind): number {
  */
 export function* damagedColdRows(db: Database.Database): IterableIterator<{ kind: number; id: string; lsn: number }> {
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() === undefined) return;
-  for (const row of db.prepare('SELECT kind, id, lsn, body, crc FROM cold').iterate() as IterableIterator<{ kind: number; id: string; lsn: number; body: string; crc: number }>) {
+  for (const row of db.prepare('SELECT kind, id, lsn, body, crc FROM cold').iterate() as IterableIterator<{ kind: number; id: string; lsn: number; body: string | Buffer; crc: number }>) {
     if (crc32(row.body) !== row.crc) yield { kind: row.kind, id: row.id, lsn: row.lsn };
   }
 }
 
 interface CheckedBody {
   lsn: number;
-  body: string;
+  /** JSON text, IN_LOG_BODY, or a body deflated by cold-codec.ts (the checksum covers the stored bytes). */
+  body: string | Buffer;
   crc: number;
 }
 
 function checked(kind: EntityKind, id: string, row: CheckedBody | undefined): string | undefined {
   if (row === undefined) return undefined;
   if (crc32(row.body) !== row.crc) throw new DamagedRowError('cold', `${kind} ${id} (LSN ${row.lsn})`);
-  return row.body;
+  try {
+    return decodeColdBody(kind, row.body);
+  } catch {
+    throw new DamagedRowError('cold', `${kind} ${id} (LSN ${row.lsn}): its stored body does not decode`);
+  }
 }
 
 export class ColdTable {
@@ -87,7 +93,8 @@ export class ColdTable {
     if (rows.length === 0) return;
     const insert = this.statements.get(`INSERT OR REPLACE INTO cold (${COLD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
     for (const row of rows) {
-      const body = row.inLog === true ? IN_LOG_BODY : row.body;
+      // A whole body is stored deflated with its kind's dictionary (~5× smaller; see cold-codec.ts).
+      const body = row.inLog === true ? IN_LOG_BODY : encodeColdBody(row.kind, row.body);
       insert.run(kindCode(row.kind), row.id, row.lsn, row.partition, body, crc32(body));
     }
   }

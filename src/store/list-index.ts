@@ -54,6 +54,16 @@ export interface ListRow {
 /** A row as one log record (its LSN) set it. */
 export interface ListChange extends ListRow {
   lsn: number;
+  /** An event whose body the record at `lsn` holds (its `outbox.added`): stored empty, read from the record. */
+  inLog?: true;
+}
+
+/** The body of an event row that points into the log record at its LSN. */
+export const EVENT_IN_LOG_BODY = '';
+
+/** A row as read from the index: `lsn` lets the caller resolve a body that points into the log. */
+export interface IndexedRow extends ListRow {
+  lsn: number;
 }
 
 /** A posting that moved a wallet's balance, with the balance it left. */
@@ -103,6 +113,7 @@ interface ListRowOut {
   customer_id: string | null;
   status: string | null;
   body: string | null;
+  lsn: number;
 }
 
 export class ListIndex {
@@ -129,7 +140,7 @@ export class ListIndex {
   apply(list: readonly ListChange[], entries: readonly EntryChange[]): void {
     if (list.length > 0) {
       const put = this.statements.get('INSERT OR REPLACE INTO lists (o, k, id, customer_id, status, body, lsn) VALUES (?, ?, ?, ?, ?, ?, ?)');
-      for (const r of list) put.run(this.ownerNumber(r.owner, true)!, KIND_CODE[r.kind], r.id, r.customerId, r.status, r.body, r.lsn);
+      for (const r of list) put.run(this.ownerNumber(r.owner, true)!, KIND_CODE[r.kind], r.id, r.customerId, r.status, r.inLog === true ? EVENT_IN_LOG_BODY : r.body, r.lsn);
     }
     if (entries.length > 0) {
       const put = this.statements.get('INSERT OR REPLACE INTO ledger_entries (wallet_id, seq, txn_id, amount_minor, balance_after_minor, at_ms, lsn) VALUES (?, ?, ?, ?, ?, ?, ?)');
@@ -138,7 +149,7 @@ export class ListIndex {
   }
 
   /** One index range: equality on owner, kind and the filters given, then a bounded walk along id. */
-  page(q: ListQuery): ListRow[] {
+  page(q: ListQuery): IndexedRow[] {
     const o = this.ownerNumber(q.owner, false);
     if (o === undefined) return [];
     if (q.customerId !== null && q.status === null) return this.customerPage(o, q, q.customerId);
@@ -151,7 +162,7 @@ export class ListIndex {
     // Named, not left to the planner: without statistics it walks the primary key and filters (the
     // index is not covering once the body is read), which is a scan of every row of the owner and kind.
     const index = q.customerId !== null ? 'lists_customer_status' : q.status !== null ? 'lists_status' : null;
-    const sql = `SELECT id, customer_id, status, body FROM lists${index === null ? '' : ` INDEXED BY ${index}`} WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
+    const sql = `SELECT id, customer_id, status, body, lsn FROM lists${index === null ? '' : ` INDEXED BY ${index}`} WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
     return this.rowsOf(q, this.statements.get(sql).all(...args) as ListRowOut[]);
   }
 
@@ -161,12 +172,12 @@ export class ListIndex {
    * no walk of the rows), each group gives at most `rows` rows of the window, and the merge keeps the
    * `rows` nearest the cursor: at most (statuses + 1) × rows rows read, whatever the customer's history.
    */
-  private customerPage(o: number, q: ListQuery, customerId: string): ListRow[] {
+  private customerPage(o: number, q: ListQuery, customerId: string): IndexedRow[] {
     const k = KIND_CODE[q.kind];
     const dir = q.order === 'desc' ? 'DESC' : 'ASC';
     const nextStatus = this.statements.get('SELECT status FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status > ? ORDER BY status LIMIT 1').pluck();
-    const ofNull = this.statements.get(`SELECT id, customer_id, status, body FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
-    const ofStatus = this.statements.get(`SELECT id, customer_id, status, body FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const ofNull = this.statements.get(`SELECT id, customer_id, status, body, lsn FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const ofStatus = this.statements.get(`SELECT id, customer_id, status, body, lsn FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
     const rows = ofNull.all(o, k, customerId, q.idAbove, q.idBelow, q.rows) as ListRowOut[];
     let statuses = 0;
     for (let status = nextStatus.get(o, k, customerId, '') as string | undefined; status !== undefined; status = nextStatus.get(o, k, customerId, status) as string | undefined) {
@@ -180,16 +191,16 @@ export class ListIndex {
     return this.rowsOf(q, rows.slice(0, q.rows));
   }
 
-  private rowsOf(q: ListQuery, rows: readonly ListRowOut[]): ListRow[] {
-    return rows.map((r) => ({ kind: q.kind, id: r.id, owner: q.owner, customerId: r.customer_id, status: r.status, body: r.body }));
+  private rowsOf(q: ListQuery, rows: readonly ListRowOut[]): IndexedRow[] {
+    return rows.map((r) => ({ kind: q.kind, id: r.id, owner: q.owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn }));
   }
 
   /** One row by its key (an event by id). */
-  row(owner: string, kind: ListKind, id: string): ListRow | undefined {
+  row(owner: string, kind: ListKind, id: string): IndexedRow | undefined {
     const o = this.ownerNumber(owner, false);
     if (o === undefined) return undefined;
-    const r = this.statements.get('SELECT id, customer_id, status, body FROM lists WHERE o = ? AND k = ? AND id = ?').get(o, KIND_CODE[kind], id) as ListRowOut | undefined;
-    return r === undefined ? undefined : { kind, id: r.id, owner, customerId: r.customer_id, status: r.status, body: r.body };
+    const r = this.statements.get('SELECT id, customer_id, status, body, lsn FROM lists WHERE o = ? AND k = ? AND id = ?').get(o, KIND_CODE[kind], id) as ListRowOut | undefined;
+    return r === undefined ? undefined : { kind, id: r.id, owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn };
   }
 
   entries(q: EntryQuery): EntryChange[] {

@@ -36,6 +36,23 @@ export function withReply(events: readonly unknown[], record: IdempotencyRecord)
   return { ...rest, json: rebuildReply(events, record) };
 }
 
+/** Builds an event row's body from the `outbox.added` event of a record (shard/list-notes.ts registers it). */
+type EventBodyRebuilder = (events: readonly unknown[], id: string) => string | undefined;
+let rebuildEventBody: EventBodyRebuilder | null = null;
+
+export function registerEventBodyRebuilder(rebuilder: EventBodyRebuilder): void {
+  rebuildEventBody = rebuilder;
+}
+
+/** The body of event `id` as the `outbox.added` of the log record at `lsn` holds it. */
+export function eventInLog(wal: LogSegments, id: string, lsn: number): string {
+  assert(rebuildEventBody !== null, 'log pointers: an event row points into the log, and no rebuilder is registered');
+  const record = wal.recordAt(lsn);
+  const body = record === undefined ? undefined : rebuildEventBody(JSON.parse(record) as unknown[], id);
+  if (body === undefined) throw new DamagedRowError('lists', `event ${id} (LSN ${lsn}): its body should be in that log record and is not`);
+  return body;
+}
+
 /** The entity as the log record at `lsn` created it. */
 export function createdInLog(wal: LogSegments, kind: EntityKind, id: string, lsn: number): string {
   const record = wal.recordAt(lsn);
@@ -79,7 +96,14 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
       (record.includes(`"json":${JSON.stringify(json)}`) || record.includes(`"scope":${JSON.stringify(scope)},"fingerprint":${JSON.stringify(fingerprint)},"atMs":${atMs},"view":`));
     return inLog ? { ...change, inLog: true as const } : change;
   });
-  return { ...derived, cold, idem };
+  // An event row's body is built from the record's `outbox.added` of that id (events.ts applies it), so a
+  // row whose record holds it is stored empty: most of the list index's bytes were event bodies.
+  const list = derived.list?.map((row) => {
+    if (row.kind !== 'event' || row.body === null || row.inLog === true) return row;
+    const record = wal.recordAt(row.lsn);
+    return record !== undefined && record.includes(`{"t":"outbox.added","event":{"id":${JSON.stringify(row.id)},`) ? { ...row, inLog: true as const } : row;
+  });
+  return { ...derived, cold, idem, ...(list === undefined ? {} : { list }) };
 }
 
 /** Rows marked to point into the log, their bodies (and replies) dropped from memory. */

@@ -8,7 +8,7 @@ import { crc32 } from 'node:zlib';
 /** A derived row whose content no longer matches its checksum (disk damage, or an edit by hand). */
 export class DamagedRowError extends Error {
   constructor(
-    readonly table: 'cold' | 'idem_log' | 'due' | 'front_idempotency' | 'log',
+    readonly table: 'cold' | 'idem_log' | 'due' | 'front_idempotency' | 'log' | 'lists',
     /** The row in an operator's terms: its key and the LSN of the record that wrote it. */
     readonly row: string,
   ) {

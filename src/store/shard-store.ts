@@ -13,10 +13,10 @@ import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type Lo
 import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
 import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
-import { createdInLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
+import { createdInLog, eventInLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
 import { JournalSync } from './journal-sync.ts';
 import { SNAPSHOTS_SQL, SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
-import { LIST_SQL, ListIndex, type EntryChange, type EntryQuery, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
+import { EVENT_IN_LOG_BODY, LIST_SQL, ListIndex, type EntryChange, type EntryQuery, type IndexedRow, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
@@ -168,7 +168,7 @@ export class ShardStore implements ColdReader {
    */
   listPage(q: ListQuery): ListRow[] {
     const waiting = this.pending.listWaiting(q.owner, q.kind);
-    const indexed = this.lists === null ? [] : this.lists.page({ ...q, rows: q.rows + waiting.size }).filter((row) => !waiting.has(row.id));
+    const indexed = this.lists === null ? [] : this.lists.page({ ...q, rows: q.rows + waiting.size }).filter((row) => !waiting.has(row.id)).map((row) => this.resolved(row));
     const merged = [...indexed, ...this.pending.listMatching(q)];
     merged.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) * (q.order === 'desc' ? 1 : -1));
     return merged.slice(0, q.rows);
@@ -176,7 +176,16 @@ export class ShardStore implements ColdReader {
 
   /** One list row by id (an event), waiting or indexed. */
   listRow(owner: string, kind: ListKind, id: string): ListRow | undefined {
-    return this.pending.listWaiting(owner, kind).get(id) ?? this.lists?.row(owner, kind, id);
+    const waiting = this.pending.listWaiting(owner, kind).get(id);
+    if (waiting !== undefined) return waiting;
+    const row = this.lists?.row(owner, kind, id);
+    return row === undefined ? undefined : this.resolved(row);
+  }
+
+  /** An indexed row with its body: an event stored empty takes it from its log record. */
+  private resolved(row: IndexedRow): ListRow {
+    const { lsn, ...rest } = row;
+    return row.kind === 'event' && row.body === EVENT_IN_LOG_BODY ? { ...rest, body: eventInLog(this.wal, row.id, lsn) } : rest;
   }
 
   /** A page of a wallet's ledger entries: the index's range merged with the waiting ones. */
