@@ -11,9 +11,10 @@ import type { Config } from '../config.ts';
 import type { ClusterConfig } from './cluster-config.ts';
 import { ensureLayout } from '../shard/layout.ts';
 import { ShardFollower } from './follower.ts';
+import { ControlFollower } from './control-follower.ts';
 import { ClusterImages } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
-import { apiErrorCode, connectJetStream, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
+import { apiErrorCode, connectJetStream, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, CONTROL_SUBJECTS, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
 import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
 
 /** The owner stops acknowledging this long before its lease could expire (clock steps, scheduling). */
@@ -44,6 +45,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const { nc, jsm } = await connectJetStream(cluster.servers, `kobo-node-${cluster.node}`);
   const js = jetstream(nc);
   await ensureStreams(jsm, shards, cluster.replicas);
+  await ensureControlStream(jsm, cluster.replicas);
   const kv = await new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 });
   const leaseMs = cluster.leaseSeconds * 1_000;
   const images = await ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas });
@@ -59,6 +61,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** A stop is under way: no claim, no new follower; renewals go on until the server has exited. */
   let stopping = false;
   let followers: ShardFollower[] = [];
+  let controlFollower: ControlFollower | null = null;
 
   const openFollowers = async (): Promise<void> => {
     const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
@@ -73,6 +76,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       break;
     }
     for (const follower of followers) await follower.follow();
+    controlFollower = new ControlFollower(config.dataDir, js, jsm);
+    await controlFollower.follow();
   };
   const closeFollowers = async (): Promise<void> => {
     for (const follower of followers) {
@@ -80,6 +85,11 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       follower.close();
     }
     followers = [];
+    if (controlFollower !== null) {
+      await controlFollower.stop();
+      controlFollower.close();
+      controlFollower = null;
+    }
   };
 
   const ownsNow = (): boolean => role === 'owner' && childPort > 0 && Date.now() < leaseUntilMs;
@@ -111,8 +121,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     if (!stopping && followers.length === 0) await openFollowers();
   };
 
-  const startChild = async (epoch: number, fences: number[]): Promise<void> => {
-    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.leaseUntil]: String(leaseUntilMs), KOBO_SHARDS: String(shards) };
+  const startChild = async (epoch: number, fences: number[], controlFence: number): Promise<void> => {
+    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(leaseUntilMs), KOBO_SHARDS: String(shards) };
     const started = spawn(process.execPath, [...process.execArgv, process.argv[1]!], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child = started;
     let output = '';
@@ -147,15 +157,22 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     role = 'taking-over';
     try {
       const fences: number[] = [];
-      for (let shard = 0; shard < shards; shard += 1) fences.push(await fence(js, jsm, shard, epoch));
+      for (let shard = 0; shard < shards; shard += 1) fences.push(await fence(js, jsm, streamOf(shard), subjectOf(shard), msgIdOf(shard, epoch, 0), epoch));
+      const controlFence = await fence(js, jsm, CONTROL_STREAM, CONTROL_EPOCH_SUBJECT, controlMsgIdOf(epoch, 0), epoch);
       const current = followers;
       followers = [];
       for (const follower of current) {
         await follower.catchUp(fences[follower.shard]!);
         follower.close();
       }
+      const control = controlFollower;
+      controlFollower = null;
+      if (control !== null) {
+        await control.catchUp(controlFence);
+        control.close();
+      }
       if (revision === 0) throw new Error('the lease was lost during the takeover');
-      await startChild(epoch, fences);
+      await startChild(epoch, fences, controlFence);
       role = 'owner';
       log(`cluster: ${cluster.node} owns all ${shards} shard(s) (epoch ${epoch}, fences ${fences.join(',')})`);
     } catch (error) {
@@ -224,7 +241,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     ).finally(() => (imaging = false));
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
-    const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), atMs: Date.now() };
+    const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), control: controlFollower?.position ?? null, atMs: Date.now() };
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => {});
   }, 1_000);
 
@@ -269,18 +286,28 @@ async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: nu
 }
 
 /**
+ * The stream of replicated control rows: one subject per row, only its newest message kept (the stream
+ * is the rows' current state, so it needs no image to be purged below).
+ */
+async function ensureControlStream(jsm: JetStreamManager, replicas: number): Promise<void> {
+  if (await jsm.streams.info(CONTROL_STREAM).then(() => true, () => false)) return;
+  await jsm.streams.add({ name: CONTROL_STREAM, subjects: [CONTROL_SUBJECTS], num_replicas: replicas, storage: StorageType.File, max_msgs_per_subject: 1, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
+    if (!(await jsm.streams.info(CONTROL_STREAM).then(() => true, () => false))) throw error;
+  });
+}
+
+/**
  * Appends this epoch's marker fenced on the stream's tail: from then on a former owner's publish is
  * refused (10071). Returns the marker's sequence.
  */
-async function fence(js: JetStreamClient, jsm: JetStreamManager, shard: number, epoch: number): Promise<number> {
-  const msgId = msgIdOf(shard, epoch, 0);
+async function fence(js: JetStreamClient, jsm: JetStreamManager, stream: string, subject: string, msgId: string, epoch: number): Promise<number> {
   for (let attempt = 1; ; attempt += 1) {
-    const last = (await jsm.streams.info(streamOf(shard))).state.last_seq;
+    const last = (await jsm.streams.info(stream)).state.last_seq;
     try {
-      return (await js.publish(subjectOf(shard), Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
+      return (await js.publish(subject, Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
     } catch (error) {
       if (attempt >= FENCE_ATTEMPTS_MAX) throw error;
-      const stored = await jsm.streams.getMessage(streamOf(shard), { seq: last + 1 }).catch(() => null);
+      const stored = await jsm.streams.getMessage(stream, { seq: last + 1 }).catch(() => null);
       if (stored !== null && stored.header.get('Nats-Msg-Id') === msgId) return last + 1;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
