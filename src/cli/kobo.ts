@@ -20,6 +20,7 @@ import { customerOwner } from './customer-owner.ts';
 import { listen } from './listen.ts';
 import { trigger, TRIGGER_EVENTS, type TriggerEvent } from './trigger.ts';
 import { clusterStatus, formatStatus } from './cluster.ts';
+import { imageCopy } from '../cluster/copy-images.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -254,6 +255,13 @@ clusterCmd
     if (servers.length === 0) throw new Error('cluster status: give --nats or set KOBO_CLUSTER_NATS');
     const status = await clusterStatus(servers);
     process.stdout.write(opts.json === true ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+  });
+
+clusterCmd
+  .command('image-copy', { hidden: true })
+  .description("a node's own images of its followed copy (run by the node supervisor while its followers pause)")
+  .action(() => {
+    for (const r of imageCopy(config.dataDir)) process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}\n`);
   });
 
 program

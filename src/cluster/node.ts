@@ -12,7 +12,7 @@ import type { ClusterConfig } from './cluster-config.ts';
 import { ensureLayout } from '../shard/layout.ts';
 import { ShardFollower } from './follower.ts';
 import { ControlFollower } from './control-follower.ts';
-import { ClusterImages } from './images.ts';
+import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { apiErrorCode, connectJetStream, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, CONTROL_SUBJECTS, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
 import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
@@ -62,6 +62,35 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   let stopping = false;
   let followers: ShardFollower[] = [];
   let controlFollower: ControlFollower | null = null;
+  /** A follower imaging its own copy (its shard followers pause meanwhile); a takeover ends it first. */
+  let copyImaging: { child: ChildProcess; done: Promise<string> } | null = null;
+  let imagedAt = '';
+  const endCopyImaging = async (): Promise<void> => {
+    const running = copyImaging;
+    if (running === null) return;
+    running.child.kill('SIGKILL');
+    await running.done.catch(() => {});
+  };
+  /** Pauses the shard followers, recovers and images the copy in a process of its own, follows again. */
+  const imageCopy = async (): Promise<void> => {
+    const current = followers;
+    const positions = current.map((f) => f.position).join(',');
+    if (role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
+    for (const follower of current) await follower.stop();
+    const startedAt = Date.now();
+    copyImaging = koboInChild(config.dataDir, ['cluster', 'image-copy']);
+    try {
+      const out = await copyImaging.done;
+      imagedAt = positions;
+      log(`cluster: ${cluster.node} imaged its copy in ${Date.now() - startedAt} ms (${out.trim().split('\n').join('; ')})`);
+    } catch (error) {
+      log(`cluster: ${cluster.node} could not image its copy: ${(error as Error).message}`);
+    } finally {
+      copyImaging = null;
+    }
+    // A takeover or a stop began meanwhile: it has these followers now.
+    if (role === 'follower' && !stopping && followers === current) for (const follower of current) await follower.follow();
+  };
 
   const openFollowers = async (): Promise<void> => {
     const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
@@ -156,6 +185,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const takeOver = async (epoch: number): Promise<void> => {
     role = 'taking-over';
     try {
+      await endCopyImaging();
       const fences: number[] = [];
       for (let shard = 0; shard < shards; shard += 1) fences.push(await fence(js, jsm, streamOf(shard), subjectOf(shard), msgIdOf(shard, epoch, 0), epoch));
       const controlFence = await fence(js, jsm, CONTROL_STREAM, CONTROL_EPOCH_SUBJECT, controlMsgIdOf(epoch, 0), epoch);
@@ -229,6 +259,12 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     polling = true;
     void poll().finally(() => (polling = false));
   }, Math.min(LEASE_POLL_MS, leaseMs / 3));
+  let copying = false;
+  const copyTimer = cluster.copyImageSeconds === 0 ? null : setInterval(() => {
+    if (copying) return;
+    copying = true;
+    void imageCopy().finally(() => (copying = false));
+  }, cluster.copyImageSeconds * 1_000);
   let imaging = false;
   const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
     if (imaging || role !== 'owner' || stopping) return;
@@ -263,6 +299,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       clearInterval(timer);
       clearInterval(statusTimer);
       if (imageTimer !== null) clearInterval(imageTimer);
+      if (copyTimer !== null) clearInterval(copyTimer);
+      await endCopyImaging();
       while (polling) await new Promise((resolve) => setTimeout(resolve, 10));
       // Handing the lease back lets another node take over without waiting for its TTL.
       if (revision > 0) await kv.delete(OWNER_KEY, { previousSeq: revision }).catch(() => {});
