@@ -6,7 +6,7 @@
 // still holds; a foreign tail, or no PubAck before the lease runs out, is fatal (nothing more is answered).
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { allRows, REPLICATED_TABLES, type ReplicaChange, type ReplicaSink } from '../store/replica-rows.ts';
+import { allRows, scannedRows, REPLICATED_TABLES, type ReplicaChange, type ReplicaSink } from '../store/replica-rows.ts';
 import type { ControlStore } from '../store/control-store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
 import type { FrontIdempotencyStore } from '../http/idempotency-store.ts';
@@ -22,6 +22,8 @@ const PUBLISH_RETRY_MS = 100;
 const PURGE_EVERY_MS = 3_600_000;
 /** Days before the retention cut that each purge looks at (older ones went at earlier purges). */
 const PURGE_DAYS_BACK = 7;
+/** How often the owner looks for rows another process (the kobo CLI) changed in its files. */
+const SCAN_EVERY_MS = 1_000;
 
 export interface ControlLogOptions {
   servers: string[];
@@ -57,6 +59,9 @@ export class ControlLog implements ReplicaSink {
   private failed = false;
   private readonly leaseUntil: Float64Array;
   private readonly purgeTimer: NodeJS.Timeout;
+  private scanTimer: NodeJS.Timeout | null = null;
+  /** Per row subject, the body last published (what the stream holds). */
+  private readonly published = new Map<string, string>();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -76,7 +81,27 @@ export class ControlLog implements ReplicaSink {
   }
 
   record(change: ReplicaChange): void {
-    this.enqueue(subjectOfChange(change), JSON.stringify(change));
+    const subject = subjectOfChange(change);
+    const body = JSON.stringify(change);
+    if (change.table !== 'front_idempotency') this.published.set(subject, body);
+    this.enqueue(subject, body);
+  }
+
+  /**
+   * Publishes what another process changed in the files (the kobo CLI: keys, subscriptions, queued
+   * operator actions), found by comparing the rows with what was last published, every SCAN_EVERY_MS.
+   * Front-idempotency records are only ever written by this server, and are not scanned.
+   */
+  watch(rows: () => ReplicaChange[]): void {
+    for (const change of rows()) this.published.set(subjectOfChange(change), JSON.stringify(change));
+    this.scanTimer = setInterval(() => {
+      for (const change of rows()) {
+        const subject = subjectOfChange(change);
+        const body = JSON.stringify(change);
+        if (this.published.get(subject) !== body) this.record(change);
+      }
+    }, SCAN_EVERY_MS);
+    this.scanTimer.unref();
   }
 
   private enqueue(subject: string, body: string): void {
@@ -179,6 +204,7 @@ export class ControlLog implements ReplicaSink {
 
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
+    if (this.scanTimer !== null) clearInterval(this.scanTimer);
     await this.nc.close();
   }
 }
@@ -199,5 +225,6 @@ export async function replicateControlRows(
   stores.webhooks.replica = log;
   stores.front.replica = log;
   await log.seed(() => [...allRows(stores.control.db, 'control'), ...allRows(stores.webhooks.db, 'webhooks')]);
+  log.watch(() => [...scannedRows(stores.control.db, 'control'), ...scannedRows(stores.webhooks.db, 'webhooks')]);
   return log;
 }

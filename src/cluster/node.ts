@@ -16,6 +16,7 @@ import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { apiErrorCode, connectJetStream, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, CONTROL_SUBJECTS, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
 import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
+import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 
 /** The owner stops acknowledging this long before its lease could expire (clock steps, scheduling). */
 const LEASE_MARGIN_MS = 1_000;
@@ -42,6 +43,8 @@ export interface ClusterNode {
 
 export async function runClusterNode(config: Readonly<Config>, cluster: ClusterConfig, log: (message: string) => void): Promise<ClusterNode> {
   const shards = ensureLayout(config.dataDir, config.shards).shards;
+  // The kobo CLI on this machine finds the cluster here (its writes must go through the owner).
+  writeClusterNodeFile(config.dataDir, { servers: cluster.servers, node: cluster.node });
   const { nc, jsm } = await connectJetStream(cluster.servers, `kobo-node-${cluster.node}`);
   const js = jetstream(nc);
   await ensureStreams(jsm, shards, cluster.replicas);

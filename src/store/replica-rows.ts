@@ -67,3 +67,17 @@ export function allRows(db: Database.Database, file: 'control' | 'webhooks'): Re
   }
   return changes;
 }
+
+/**
+ * The rows another process may change behind a running server's back (the kobo CLI): keys, clocks,
+ * subscriptions and the operator actions not yet done. Front-idempotency records are the server's own.
+ */
+export function scannedRows(db: Database.Database, file: 'control' | 'webhooks'): ReplicaChange[] {
+  const changes: ReplicaChange[] = [];
+  for (const [table, spec] of Object.entries(REPLICATED_TABLES)) {
+    if (spec.db !== file || !isReplicatedTable(table) || table === 'front_idempotency') continue;
+    const where = table === 'operator_actions' ? ' WHERE done_at_ms IS NULL' : '';
+    for (const row of db.prepare(`SELECT ${spec.columns.join(', ')} FROM ${table}${where}`).all() as Array<Record<string, RowValue>>) changes.push({ table, row });
+  }
+  return changes;
+}

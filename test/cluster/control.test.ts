@@ -8,6 +8,7 @@ import { startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { verifyWebhook } from '../../src/webhooks/verify-webhook.ts';
+import { kobo } from '../helpers/cli.ts';
 
 const key = secretKey();
 const keys = [`${key}@cluster`];
@@ -25,7 +26,7 @@ async function withCluster(run: (cluster: KoboCluster) => Promise<void>): Promis
   }
 }
 
-test('cluster: a key created and one revoked, a webhook subscription and a sandbox clock advance made through a follower, then kill -9 of the owner → the new owner authenticates the key and refuses the revoked one, lists the subscription and signs with its secret, reports the clock, and replays each front-idempotency POST with the same body', { skip, timeout: 180_000 }, async () => {
+test('cluster: a key created and one revoked (and one made by `kobo keys create` on the owner; refused on a follower), a webhook subscription and a sandbox clock advance made through a follower, then kill -9 of the owner → the new owner authenticates the key and refuses the revoked one, lists the subscription and signs with its secret, reports the clock, and replays each front-idempotency POST with the same body', { skip, timeout: 180_000 }, async () => {
   const receiver = await startReceiver();
   try {
     await withCluster(async (cluster) => {
@@ -57,6 +58,15 @@ test('cluster: a key created and one revoked, a webhook subscription and a sandb
       assert.equal(advanced.status, 200, JSON.stringify(advanced.body));
       assert.equal(advanced.body.data.offset_seconds, 7_200);
 
+      // The kobo CLI: refused on a follower (it names the owner), replicated on the owner.
+      const onFollower = kobo(cluster.nodes[(first + 1) % 3]!.server.dataDir, 'keys', 'create', '--account', 'cluster', '--label', 'cli');
+      assert.notEqual(onFollower.status, 0);
+      assert.match(onFollower.stderr, new RegExp(`run the command on node${first}, the node that owns the cluster`));
+      const onOwner = kobo(cluster.nodes[first]!.server.dataDir, 'keys', 'create', '--account', 'cluster', '--label', 'cli');
+      assert.equal(onOwner.status, 0, onOwner.stderr);
+      const cliSecret = /secret \(shown once\): (\S+)/.exec(onOwner.stdout)?.[1];
+      assert.ok(cliSecret !== undefined, onOwner.stdout);
+
       const serving = cluster.nodes[first]!.servingPid();
       await cluster.nodes[first]!.server.kill();
       if (serving !== null) for (let i = 0; i < 50 && isAlive(serving); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -67,6 +77,7 @@ test('cluster: a key created and one revoked, a webhook subscription and a sandb
       const self = await client(cluster.nodes[next]!.server.baseUrl, newSecret)('GET', '/v1/keys/self');
       assert.equal(self.status, 200, JSON.stringify(self.body));
       assert.equal(self.body.data.id, created.body.data.id);
+      assert.equal((await client(cluster.nodes[next]!.server.baseUrl, cliSecret)('GET', '/v1/keys/self')).status, 200, 'the key the CLI made on the owner');
       const revoked = await client(cluster.nodes[next]!.server.baseUrl, doomed.body.data.secret)('GET', '/v1/keys/self');
       assert.equal(revoked.status, 401);
       const listed = (await api('GET', '/v1/keys')).body.data as Array<{ id: string; status: string }>;
