@@ -74,6 +74,10 @@ async function run(mode: string, copyImageSeconds: number): Promise<Row> {
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    if (failoverMs < 0) {
+      for (const i of survivors) process.stderr.write(`--- ${cluster.nodes[i]!.name}\n${cluster.nodes[i]!.server.output().split('\n').filter((l) => !/"msg":"request"/.test(l)).slice(-25).join('\n')}\n`);
+      throw new Error(`writes did not succeed again within ${FAILOVER_MS_MAX} ms of the kill`);
+    }
     const next = await cluster.owner(10_000, owner);
     const recovered = [...cluster.nodes[next]!.server.output().matchAll(/recovered \d+ shard\(s\) in (\d+) ms \((\d+) WAL records replayed\)/g)].pop();
     return { mode, payments: load.requests - load.non2xx, failoverMs, recoveryMs: Number(recovered?.[1] ?? -1), replayed: Number(recovered?.[2] ?? -1) };

@@ -29,8 +29,12 @@ export function imageCopy(dataDir: string): CopyImaged[] {
       store.writeDerived();
       let imaged = 0;
       if (recovered.replayed > 0) {
+        // Only partitions with records after their image are encoded again.
+        const imagedAt = (partition: number): number => recovered.snapshotLsn.get(partition) ?? 0;
+        const moved = new Set<number>();
+        for (const row of store.walAfter(Math.min(...[...recovered.snapshotLsn.values()].map(Number)))) if (row.lsn > imagedAt(row.partition)) moved.add(row.partition);
         for (const [partition, state] of recovered.states) {
-          if ((recovered.snapshotLsn.get(partition) ?? 0) >= recovered.lastLsn) continue;
+          if (!moved.has(partition)) continue;
           store.writeSnapshot(snapshotRow({ partition, lsn: recovered.lastLsn, takenAtMs: Date.now(), body: compressImageSync(encodePartition(state)) }));
           imaged += 1;
         }
