@@ -11,7 +11,7 @@ import { clearReplicated, isReplicatedTable, REPLICATED_TABLES, upsertRow, type 
 import { CONTROL_EPOCH_SUBJECT, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM } from './streams.ts';
 
 /** Messages applied in one pair of transactions at most. */
-const APPLY_MAX = 500;
+const APPLY_MESSAGES_MAX = 500;
 const POSITION_SQL = 'CREATE TABLE IF NOT EXISTS replica_position (stream TEXT PRIMARY KEY, seq INTEGER NOT NULL)';
 
 /** The owner's server forgets the copy's position: its own writes may include rows the cluster never acknowledged. */
@@ -82,7 +82,7 @@ export class ControlFollower {
     this.seq = seq;
     const change = changeOf(subject, data);
     if (change !== null) this.pending.push(change);
-    if (this.pending.length >= APPLY_MAX) this.flush();
+    if (this.pending.length >= APPLY_MESSAGES_MAX) this.flush();
   }
 
   /** Writes the changes received so far: webhooks.db first, then control.db with the position (re-applying is harmless). */
@@ -102,7 +102,7 @@ export class ControlFollower {
   async follow(): Promise<void> {
     await this.start();
     const consumer = await this.js.consumers.get(CONTROL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
-    const messages = await consumer.consume({ max_messages: APPLY_MAX });
+    const messages = await consumer.consume({ max_messages: APPLY_MESSAGES_MAX });
     this.messages = messages;
     this.following = (async () => {
       for await (const m of messages) {
@@ -135,7 +135,7 @@ export class ControlFollower {
     if (this.seq < target) {
       const consumer = await this.js.consumers.get(CONTROL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
       while (this.seq < target) {
-        const batch = await consumer.fetch({ max_messages: Math.min(APPLY_MAX, target - this.seq), expires: 5_000 });
+        const batch = await consumer.fetch({ max_messages: Math.min(APPLY_MESSAGES_MAX, target - this.seq), expires: 5_000 });
         let got = 0;
         for await (const m of batch) {
           got += 1;

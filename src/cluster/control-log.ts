@@ -5,14 +5,14 @@
 // Invariant: `settled` resolves only once every change reported before it has its PubAck and the lease
 // still holds; a foreign tail, or no PubAck before the lease runs out, is fatal (nothing more is answered).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { allRows, scannedRows, REPLICATED_TABLES, type ReplicaChange, type ReplicaSink } from '../store/replica-rows.ts';
 import type { ControlStore } from '../store/control-store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
 import type { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import type { OwnerCluster } from './owner-child.ts';
 import { forgetControlPosition } from './control-follower.ts';
-import { apiErrorCode, connectJetStream, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM, controlMsgIdOf, controlSubjectOf, DAY_MS, epochHeaders, WRONG_LAST_SEQUENCE } from './streams.ts';
+import { apiErrorCode, connectJetStream, patiently, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM, CONTROL_SUBJECTS, controlMsgIdOf, controlSubjectOf, DAY_MS, epochHeaders, WRONG_LAST_SEQUENCE } from './streams.ts';
 
 /** How long one publish waits for its PubAck before it is sent again with the same msg id. */
 const PUBLISH_TIMEOUT_MS = 2_000;
@@ -41,6 +41,18 @@ interface Pending {
   n: number;
   subject: string;
   body: string;
+}
+
+/**
+ * The stream of replicated control rows: one subject per row, only its newest message kept (the stream
+ * is the rows' current state, so it needs no image to be purged below).
+ */
+export async function ensureControlStream(jsm: JetStreamManager, replicas: number): Promise<void> {
+  if (await jsm.streams.info(CONTROL_STREAM).then(() => true, () => false)) return;
+  await patiently(() => jsm.streams.add({ name: CONTROL_STREAM, subjects: [CONTROL_SUBJECTS], num_replicas: replicas, storage: StorageType.File, max_msgs_per_subject: 1, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
+    // Another node created it meanwhile.
+    if (!(await jsm.streams.info(CONTROL_STREAM).then(() => true, () => false))) throw error;
+  }));
 }
 
 /** The subject a change's row lives at (a front-idempotency record's includes its day). */

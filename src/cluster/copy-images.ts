@@ -1,6 +1,6 @@
 // A follower's own images of its copy: each shard file is recovered as a server's start would recover it
-// (the derived rows replay implies are written) and every partition the replay moved is imaged at the
-// copy's last LSN, so a takeover's recovery replays only what came after. Runs as `kobo cluster
+// (the derived rows replay implies are written) and, if anything was replayed, every partition is imaged
+// at the copy's last LSN, so a takeover's recovery replays only what came after. Runs as `kobo cluster
 // image-copy`, a process the node supervisor starts while its shard followers pause.
 // Invariant: an image is written only once the derived rows of the records it covers are in the file.
 import path from 'node:path';

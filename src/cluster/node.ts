@@ -12,9 +12,10 @@ import type { ClusterConfig } from './cluster-config.ts';
 import { ensureLayout } from '../shard/layout.ts';
 import { ShardFollower } from './follower.ts';
 import { ControlFollower } from './control-follower.ts';
+import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
-import { apiErrorCode, connectJetStream, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, CONTROL_SUBJECTS, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
+import { apiErrorCode, connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
 import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
 import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 
@@ -49,9 +50,9 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const js = jetstream(nc);
   await ensureStreams(jsm, shards, cluster.replicas);
   await ensureControlStream(jsm, cluster.replicas);
-  const kv = await new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 });
+  const kv = await patiently(() => new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 }));
   const leaseMs = cluster.leaseSeconds * 1_000;
-  const images = await ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas });
+  const images = await patiently(() => ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas }));
   const value: OwnerValue = { node: cluster.node, url: cluster.advertiseUrl };
 
   let role: Role = 'follower';
@@ -318,23 +319,12 @@ async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: nu
   for (let shard = 0; shard < shards; shard += 1) {
     const exists = await jsm.streams.info(streamOf(shard)).then(() => true, () => false);
     if (!exists) {
-      await jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
+      await patiently(() => jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
         // Another node created it meanwhile.
         if (!(await jsm.streams.info(streamOf(shard)).then(() => true, () => false))) throw error;
-      });
+      }));
     }
   }
-}
-
-/**
- * The stream of replicated control rows: one subject per row, only its newest message kept (the stream
- * is the rows' current state, so it needs no image to be purged below).
- */
-async function ensureControlStream(jsm: JetStreamManager, replicas: number): Promise<void> {
-  if (await jsm.streams.info(CONTROL_STREAM).then(() => true, () => false)) return;
-  await jsm.streams.add({ name: CONTROL_STREAM, subjects: [CONTROL_SUBJECTS], num_replicas: replicas, storage: StorageType.File, max_msgs_per_subject: 1, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
-    if (!(await jsm.streams.info(CONTROL_STREAM).then(() => true, () => false))) throw error;
-  });
 }
 
 /**

@@ -93,6 +93,23 @@ export async function connectJetStream(servers: readonly string[], name: string)
   }
 }
 
+/**
+ * Retries a JetStream call until it succeeds or JETSTREAM_READY_MS_MAX passes: right after the servers
+ * start, placing a replicated stream or bucket is refused ("no suitable peers for placement") until the
+ * meta leader knows every peer.
+ */
+export async function patiently<T>(call: () => Promise<T>): Promise<T> {
+  const until = Date.now() + JETSTREAM_READY_MS_MAX;
+  for (;;) {
+    try {
+      return await call();
+    } catch (error) {
+      if (Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+  }
+}
+
 /** A JetStream API error's code (10071: wrong last sequence), or null. */
 export function apiErrorCode(error: unknown): number | null {
   if (typeof error !== 'object' || error === null || !('apiError' in error)) return null;
