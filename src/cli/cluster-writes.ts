@@ -8,9 +8,8 @@ import { Kvm } from '@nats-io/kv';
 import type { ReplicaChange, ReplicaSink } from '../store/replica-rows.ts';
 import { connectJetStream, CONTROL_STREAM, LEASE_BUCKET, OWNER_KEY } from '../cluster/streams.ts';
 import { subjectOfChange } from '../cluster/control-log.ts';
+import { CLUSTER_NODE_FILE } from '../cluster/cluster-config.ts';
 
-/** Written by a cluster node into its data dir: how the CLI on that machine finds the cluster. */
-export const CLUSTER_NODE_FILE = 'cluster-node.json';
 /** How long the owner's server may take to publish a row the CLI wrote (it looks every second). */
 const REPLICATED_MS_MAX = 10_000;
 

@@ -19,6 +19,9 @@ export interface ClusterConfig {
   copyImageSeconds: number;
 }
 
+/** Written by a cluster node into its data dir: how the kobo CLI on that machine finds the cluster. */
+export const CLUSTER_NODE_FILE = 'cluster-node.json';
+
 /** A shared secret shorter than this is refused (it authenticates forwarded requests). */
 const SECRET_CHARS_MIN = 16;
 
