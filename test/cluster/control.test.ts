@@ -110,6 +110,9 @@ test('cluster: a key created and one revoked (and one made by `kobo keys create`
       assert.ok(got, 'delivered');
       assert.equal(got.body.event_type, 'payment.completed');
       assert.deepEqual(verifyWebhook(subSecret, got.raw, got.headers), { ok: true });
+      const status = kobo(cluster.nodes[next]!.server.dataDir, 'cluster', 'status', '--nats', cluster.nats.urls.join(','));
+      assert.equal(status.status, 0, status.stderr);
+      assert.match(status.stdout, /^control rows: last seq \d+, \d+ messages, \d+ bytes, leader \S+; lag /m);
     });
   } finally {
     await receiver.close();
