@@ -199,12 +199,10 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
         await follower.catchUp(fences[follower.shard]!);
         follower.close();
       }
-      const control = controlFollower;
+      const control = controlFollower ?? new ControlFollower(config.dataDir, js, jsm);
       controlFollower = null;
-      if (control !== null) {
-        await control.catchUp(controlFence);
-        control.close();
-      }
+      await control.catchUp(controlFence);
+      control.close();
       if (revision === 0) throw new Error('the lease was lost during the takeover');
       await startChild(epoch, fences, controlFence);
       role = 'owner';
