@@ -56,6 +56,6 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): Cluster
     leaseSeconds: intOf(env, 'KOBO_CLUSTER_LEASE_SECONDS', 5, 2, 300),
     replicas: intOf(env, 'KOBO_CLUSTER_REPLICAS', 3, 1, 5),
     imageIntervalSeconds: intOf(env, 'KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS', 600, 0, 86_400),
-    copyImageSeconds: intOf(env, 'KOBO_CLUSTER_COPY_IMAGE_SECONDS', 30, 0, 86_400),
+    copyImageSeconds: intOf(env, 'KOBO_CLUSTER_COPY_IMAGE_SECONDS', 10, 0, 86_400),
   };
 }
