@@ -16,6 +16,7 @@ import { connectorRail } from './connectors/client.ts';
 import { partitionOfId } from './ids.ts';
 import { ensureLayout, readLayout } from './shard/layout.ts';
 import { ownerCluster } from './cluster/owner-child.ts';
+import { replicateControlRows } from './cluster/control-log.ts';
 import { restrictDataDir } from './store/private-files.ts';
 import { describeHolder, RESTORE_MARKER, tryLockDataDir } from './store/dir-lock.ts';
 import type { ReconciliationNotice } from './metrics/shard-metrics.ts';
@@ -141,13 +142,18 @@ async function forwardsAction(pool: ShardPool, action: OperatorAction): Promise<
  * Applies operator decisions the CLI queued in control.db (resolving an order held for manual
  * fulfilment, a backup's hold on cross-shard steps), in order; the result is written back.
  */
-function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log): () => void {
+function applyOperatorActions(control: ControlStore, pool: ShardPool, log: Log, replica: { settled(): Promise<void> } | null): () => void {
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
     void (async () => {
       for (const action of control.pendingActions()) {
+        if (replica !== null) {
+          // A cluster owner: an action queued on this node's file is replicated before it is applied.
+          control.report('operator_actions', action.id);
+          await replica.settled();
+        }
         if (action.kind !== 'order.resolve' && action.kind !== 'reconcile.resolve') {
           control.completeAction(action.id, await forwardsAction(pool, action), Date.now());
           continue;
@@ -225,11 +231,21 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     throw error;
   }
   const control = new ControlStore(config.dataDir);
+  const webhookStore = new WebhookStore(config.dataDir);
+  const frontIdempotency = new FrontIdempotencyStore(webhookStore.db, config.idempotencyRetentionHours * 3_600_000);
+  const fatal = (message: string): never => {
+    // Memory or a reply can no longer be trusted: stop now; a restart (or the next owner) recovers.
+    (logging?.fatal ?? log)(`fatal: ${message}`);
+    logging?.flush(); // the JSON log is written asynchronously: keep the reason
+    process.exit(70);
+  };
+  const owned = ownerCluster().cluster;
+  // A cluster owner replicates the rows of control.db and webhooks.db before it answers for them.
+  const controlLog = owned === undefined ? null : await replicateControlRows(owned, { control, webhooks: webhookStore, front: frontIdempotency }, { idempotencyRetentionMs: config.idempotencyRetentionHours * 3_600_000, onFatal: fatal });
   const createdKey = bootstrapKeys(control, config.apiKeys, Date.now());
   const clocks = new SandboxClocks(control);
   const nowMsOf = (owner: string): number => Date.now() + clocks.offsetOf(owner);
   const idempotency = new IdempotencyIndex();
-  const webhookStore = new WebhookStore(config.dataDir);
   // Bound late: the dispatcher acknowledges through the pool, and the pool hands it the outbox.
   let dispatcher: Dispatcher | undefined;
   let pool: ShardPool | undefined;
@@ -262,7 +278,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     connectors: config.connectors,
     requeryAfterMs: config.requeryAfterMs,
     crashAt: config.testCrashAt,
-    ...ownerCluster(),
+    ...(owned === undefined ? {} : { cluster: owned }),
     onOutbox: (events) => {
       dispatcher?.ingest(events);
       eventStream?.publish(events);
@@ -276,12 +292,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
       }
     },
     log,
-    onFatal: (message) => {
-      // A shard's memory can no longer be trusted: stop now; a restart replays the WAL.
-      (logging?.fatal ?? log)(`fatal: ${message}`);
-      logging?.flush(); // the JSON log is written asynchronously: keep the reason
-      process.exit(70);
-    },
+    // A shard's memory can no longer be trusted: a restart replays the WAL.
+    onFatal: fatal,
   });
   dispatcher = new Dispatcher({
     store: webhookStore,
@@ -370,7 +382,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     // budget): senders that proved who they are, never sharing an IP's window.
     verifiedRateLimiter: new RateLimiter({ readPerMin: config.rateLimitReadPerMin, writePerMin: config.rateLimitCallbacksPerMin }),
     bodyBytesMax: config.bodyBytesMax,
-    frontIdempotency: new FrontIdempotencyStore(webhookStore.db, config.idempotencyRetentionHours * 3_600_000),
+    frontIdempotency,
+    ...(controlLog === null ? {} : { replica: controlLog }),
     jsonPolicy: { depthMax: config.jsonDepthMax, membersMax: config.jsonMembersMax },
     responseBufferedBytesMax: config.responseBufferedBytesMax,
     clockOf: (owner) => clocks.offsetOf(owner),
@@ -385,7 +398,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
   });
   eventStream = new EventStream(pool);
   eventStream.attach(server);
-  const stopActions = applyOperatorActions(control, pool, log);
+  const stopActions = applyOperatorActions(control, pool, log, controlLog);
+  await controlLog?.settled();
   const port = await server.listen(config.host, config.port);
   publicUrl = config.publicUrl !== '' ? config.publicUrl : `http://${config.host}:${port}`;
   apiBaseUrl = `http://${loopbackOf(config.host)}:${port}`;
@@ -403,6 +417,8 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
       // Attempts still in flight are retried after a restart (at least once): do not wait them out.
       await Promise.race([dispatcher?.stop(), new Promise((resolve) => setTimeout(resolve, DISPATCHER_STOP_MS).unref())]);
       await pool.stop();
+      await controlLog?.settled();
+      await controlLog?.close();
       webhookStore.close();
       control.close();
       unlock();

@@ -3,12 +3,14 @@
 // Operator CLI; reads only (it never claims or renews a lease).
 // Invariant: a node's lag is the stream's last sequence minus the position it last reported.
 import { Kvm } from '@nats-io/kv';
-import { connectJetStream, LEASE_BUCKET, OWNER_KEY, streamOf } from '../cluster/streams.ts';
+import { connectJetStream, CONTROL_STREAM, LEASE_BUCKET, OWNER_KEY, streamOf } from '../cluster/streams.ts';
 
 export interface ClusterStatus {
   owner: { node: string; url: string; epoch: number; renewedMsAgo: number } | null;
-  nodes: Array<{ node: string; role: string; epoch: number; url: string; reportedMsAgo: number; lag: number[] }>;
+  nodes: Array<{ node: string; role: string; epoch: number; url: string; reportedMsAgo: number; lag: number[]; controlLag: number | null }>;
   shards: Array<{ shard: number; lastSeq: number; messages: number; bytes: number; leader: string; replicas: Array<{ name: string; current: boolean; lag: number }> }>;
+  /** The replicated control rows' stream (null: not created yet); `messages` is about one per row. */
+  control: { lastSeq: number; messages: number; bytes: number; leader: string } | null;
 }
 
 /** How long one status read may keep failing (a stream electing a leader answers nothing meanwhile). */
@@ -51,6 +53,8 @@ export async function clusterStatus(servers: readonly string[]): Promise<Cluster
         replicas: (info.cluster?.replicas ?? []).map((r) => ({ name: r.name, current: r.current, lag: r.lag ?? 0 })),
       });
     }
+    const controlInfo = await jsm.streams.info(CONTROL_STREAM).catch(() => null);
+    const control = controlInfo === null ? null : { lastSeq: controlInfo.state.last_seq, messages: controlInfo.state.messages, bytes: controlInfo.state.bytes, leader: controlInfo.cluster?.leader ?? '-' };
     const nodes: ClusterStatus['nodes'] = [];
     for (const key of await patiently(async () => {
       const keys: string[] = [];
@@ -60,7 +64,7 @@ export async function clusterStatus(servers: readonly string[]): Promise<Cluster
       const entry = await patiently(() => kv.get(key));
       if (entry === null || entry.operation !== 'PUT') continue;
       const readAt = Date.now();
-      const report = entry.json() as { node: string; role: string; epoch: number; url: string; positions: number[]; atMs: number };
+      const report = entry.json() as { node: string; role: string; epoch: number; url: string; positions: number[]; control?: number | null; atMs: number };
       nodes.push({
         node: report.node,
         role: owner !== null && owner.node === report.node ? 'owner' : report.role,
@@ -68,10 +72,11 @@ export async function clusterStatus(servers: readonly string[]): Promise<Cluster
         url: report.url,
         reportedMsAgo: Math.max(0, readAt - report.atMs),
         lag: streams.map((s) => (report.positions.length === 0 ? 0 : Math.max(0, s.lastSeq - (report.positions[s.shard] ?? 0)))),
+        controlLag: control === null || report.control === undefined || report.control === null ? null : Math.max(0, control.lastSeq - report.control),
       });
     }
     nodes.sort((a, b) => a.node.localeCompare(b.node));
-    return { owner, nodes, shards: streams };
+    return { owner, nodes, shards: streams, control };
   } finally {
     await nc.close();
   }
@@ -84,5 +89,7 @@ export function formatStatus(status: ClusterStatus): string {
   for (const n of status.nodes) lines.push(`  ${n.node}  ${n.role}  reported ${n.reportedMsAgo} ms ago  lag ${n.role === 'owner' ? '-' : n.lag.join(',')}`);
   lines.push('shards:');
   for (const s of status.shards) lines.push(`  shard ${s.shard}: last seq ${s.lastSeq}, ${s.messages} messages, ${s.bytes} bytes, leader ${s.leader}, replicas ${s.replicas.map((r) => `${r.name}${r.current ? '' : ` (behind ${r.lag})`}`).join(' ') || '-'}`);
+  const c = status.control;
+  if (c !== null) lines.push(`control rows: last seq ${c.lastSeq}, ${c.messages} messages, ${c.bytes} bytes, leader ${c.leader}; lag ${status.nodes.map((n) => `${n.node} ${n.role === 'owner' || n.controlLag === null ? '-' : n.controlLag}`).join(', ')}`);
   return `${lines.join('\n')}\n`;
 }

@@ -20,6 +20,8 @@ import { customerOwner } from './customer-owner.ts';
 import { listen } from './listen.ts';
 import { trigger, TRIGGER_EVENTS, type TriggerEvent } from './trigger.ts';
 import { clusterStatus, formatStatus } from './cluster.ts';
+import { imageCopy } from '../cluster/copy-images.ts';
+import { clusterWrite } from './cluster-writes.ts';
 
 process.setSourceMapsEnabled(true);
 let config: Readonly<Config>;
@@ -70,7 +72,10 @@ const list = (value: string): string[] => value.split(',').map((s) => s.trim()).
 /** Queues an operator resolution for the server; with `wait`, waits up to 15 s for its result. */
 async function queueResolve(action: Parameters<ControlStore['queueAction']>[0], wait: boolean): Promise<void> {
   const control = new ControlStore(config.dataDir);
-  const id = control.queueAction(action, Date.now());
+  const id = await clusterWrite(config.dataDir, (sink) => {
+    control.replica = sink;
+    return control.queueAction(action, Date.now());
+  });
   process.stdout.write(`queued ${id}: resolve ${action.target} as ${action.payload.outcome ?? ''}\n`);
   const applied = wait ? await control.appliedAction(id, 15_000, 100) : undefined;
   control.close();
@@ -111,7 +116,7 @@ keys
   .option('--ip-allow <list>', 'comma-separated source IPs or CIDRs', list, [])
   .option('--customer <id>', 'mint a key that acts for this one customer only')
   .option('--label <text>', 'a note shown in keys list')
-  .action((opts: { env: 'test' | 'live'; account: string; scopes: string[]; ipAllow: string[]; customer?: string; label?: string }) => {
+  .action(async (opts: { env: 'test' | 'live'; account: string; scopes: string[]; ipAllow: string[]; customer?: string; label?: string }) => {
     const problem = opts.scopes.map(scopeProblem).find((p) => p !== null) ?? opts.ipAllow.map(ipAllowProblem).find((p) => p !== null)
       ?? (opts.customer !== undefined && !isUlid(opts.customer) ? `--customer ${opts.customer} is not a customer id (a ULID)` : null);
     if (problem !== null) throw new Error(`keys create: ${problem}`);
@@ -121,8 +126,10 @@ keys
     }
     const control = new ControlStore(config.dataDir);
     const secret = generateSecret(opts.env);
-    const record = control.insertKey({ secret, account: opts.account, scopes: opts.scopes, ipAllow: opts.ipAllow, customerId: opts.customer ?? null, label: opts.label ?? null, nowMs: Date.now() });
-    control.close();
+    const record = await clusterWrite(config.dataDir, (sink) => {
+      control.replica = sink;
+      return control.insertKey({ secret, account: opts.account, scopes: opts.scopes, ipAllow: opts.ipAllow, customerId: opts.customer ?? null, label: opts.label ?? null, nowMs: Date.now() });
+    }).finally(() => control.close());
     process.stdout.write(`${keyLine(record)}\nsecret (shown once): ${secret}\n`);
   });
 keys.command('list').description('list keys (never their secrets)').action(() => {
@@ -134,17 +141,21 @@ keys
   .command('rotate <id>')
   .description('create a replacement key; the old one stays valid for the grace period')
   .option('--grace-hours <hours>', 'how long the old key keeps working', (v) => Number(v), 24)
-  .action((id: string, opts: { graceHours: number }) => {
+  .action(async (id: string, opts: { graceHours: number }) => {
     if (!Number.isFinite(opts.graceHours) || opts.graceHours < 0) throw new Error('--grace-hours must be a number ≥ 0');
     const control = new ControlStore(config.dataDir);
-    const { secret, record } = control.rotate(id, { graceMs: Math.round(opts.graceHours * 3_600_000), nowMs: Date.now() });
-    control.close();
+    const { secret, record } = await clusterWrite(config.dataDir, (sink) => {
+      control.replica = sink;
+      return control.rotate(id, { graceMs: Math.round(opts.graceHours * 3_600_000), nowMs: Date.now() });
+    }).finally(() => control.close());
     process.stdout.write(`${keyLine(record)}\nsecret (shown once): ${secret}\nold key ${id} expires in ${opts.graceHours} h\n`);
   });
-keys.command('revoke <id>').description('revoke a key at once (401 within a second)').action((id: string) => {
+keys.command('revoke <id>').description('revoke a key at once (401 within a second)').action(async (id: string) => {
   const control = new ControlStore(config.dataDir);
-  const done = control.revoke(id);
-  control.close();
+  const done = await clusterWrite(config.dataDir, (sink) => {
+    control.replica = sink;
+    return control.revoke(id);
+  }).finally(() => control.close());
   if (!done) throw new Error(`no key ${id}`);
   process.stdout.write(`revoked ${id}\n`);
 });
@@ -161,10 +172,12 @@ for (const [name, status] of [['enable', 'active'], ['disable', 'disabled']] as 
   webhooks
     .command(`${name} <id>`)
     .description(name === 'enable' ? 're-enable a disabled subscription (failures reset to 0)' : 'stop deliveries to a subscription')
-    .action((id: string) => {
+    .action(async (id: string) => {
       const store = new WebhookStore(config.dataDir);
-      const done = store.setStatus(id, status, Date.now());
-      store.close();
+      const done = await clusterWrite(config.dataDir, (sink) => {
+        store.replica = sink;
+        return store.setStatus(id, status, Date.now());
+      }).finally(() => store.close());
       if (!done) throw new Error(`no subscription ${id}`);
       process.stdout.write(`${id} is ${status}\n`);
     });
@@ -254,6 +267,13 @@ clusterCmd
     if (servers.length === 0) throw new Error('cluster status: give --nats or set KOBO_CLUSTER_NATS');
     const status = await clusterStatus(servers);
     process.stdout.write(opts.json === true ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+  });
+
+clusterCmd
+  .command('image-copy', { hidden: true })
+  .description("a node's own images of its followed copy (run by the node supervisor while its followers pause)")
+  .action(() => {
+    for (const r of imageCopy(config.dataDir)) process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}\n`);
   });
 
 program

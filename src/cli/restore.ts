@@ -12,6 +12,7 @@ import type { IdemRowOut } from '../store/idem-log.ts';
 import { decompressImage } from '../store/snapshot.ts';
 import { decodePartition } from '../shard/partition-image.ts';
 import { ensureLayout, shardFile } from '../shard/layout.ts';
+import { CLUSTER_NODE_FILE } from '../cluster/cluster-config.ts';
 import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
 import { DUE_BACKUP_COLUMNS, DUE_COLUMNS } from '../store/due-log.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
@@ -135,8 +136,9 @@ function writeRestored(dir: string, backup: Database.Database, backupFile: strin
 }
 
 /** The lock and its companions stay where they are while everything else is swapped. */
+/** The lock, the restore marker and a cluster node's `cluster-node.json` (it says what the dir is part of, not what it holds). */
 function keptInPlace(name: string): boolean {
-  return name === HOLDER_FILE || name === RESTORE_MARKER || name === LOCK_FILE || name.startsWith(`${LOCK_FILE}-`);
+  return name === HOLDER_FILE || name === CLUSTER_NODE_FILE || name === RESTORE_MARKER || name === LOCK_FILE || name.startsWith(`${LOCK_FILE}-`);
 }
 
 function syncDir(dir: string): void {

@@ -15,7 +15,12 @@ export interface ClusterConfig {
   replicas: number;
   /** How often the owner writes an image to the object store (0: never; the streams are then never purged). */
   imageIntervalSeconds: number;
+  /** How often a follower images its own copy so a takeover replays little (0: never). */
+  copyImageSeconds: number;
 }
+
+/** Written by a cluster node into its data dir: how the kobo CLI on that machine finds the cluster. */
+export const CLUSTER_NODE_FILE = 'cluster-node.json';
 
 /** A shared secret shorter than this is refused (it authenticates forwarded requests). */
 const SECRET_CHARS_MIN = 16;
@@ -51,5 +56,6 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): Cluster
     leaseSeconds: intOf(env, 'KOBO_CLUSTER_LEASE_SECONDS', 5, 2, 300),
     replicas: intOf(env, 'KOBO_CLUSTER_REPLICAS', 3, 1, 5),
     imageIntervalSeconds: intOf(env, 'KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS', 600, 0, 86_400),
+    copyImageSeconds: intOf(env, 'KOBO_CLUSTER_COPY_IMAGE_SECONDS', 10, 0, 86_400),
   };
 }

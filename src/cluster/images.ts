@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, type ObjectStore } from '@nats-io/obj';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { restoreBackup } from '../cli/restore.ts';
 import { rowOf, streamOf } from './streams.ts';
 
@@ -151,13 +151,24 @@ const IMAGE_WRITE_MS_MAX = 300_000;
  * would otherwise hold this event loop (and with it the lease renewals and the forwarding).
  */
 function backupInChild(dataDir: string, file: string): Promise<void> {
+  return koboInChild(dataDir, ['snapshot', '--out', file]).done.then(() => {});
+}
+
+/**
+ * Runs the kobo CLI on `dataDir` as a process of its own (bounded by IMAGE_WRITE_MS_MAX); `done`
+ * resolves with its output, or rejects with its exit code and error output.
+ */
+export function koboInChild(dataDir: string, args: string[]): { child: ChildProcess; done: Promise<string> } {
   const main = process.argv[1]!;
   const cli = main.endsWith('.ts') ? path.join(path.dirname(main), 'cli', 'kobo.ts') : path.join(path.dirname(main), 'kobo.js');
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, cli, 'snapshot', '--out', file], { env: { ...process.env, KOBO_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'], timeout: IMAGE_WRITE_MS_MAX });
+  const child = spawn(process.execPath, [...process.execArgv, cli, ...args], { env: { ...process.env, KOBO_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'], timeout: IMAGE_WRITE_MS_MAX });
+  const done = new Promise<string>((resolve, reject) => {
+    let out = '';
     let err = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`kobo snapshot exited with ${code}: ${err.trim()}`))));
+    child.once('exit', (code, signal) => (code === 0 ? resolve(out) : reject(new Error(`kobo ${args[0]} exited with ${signal ?? code}: ${err.trim()}`))));
   });
+  return { child, done };
 }

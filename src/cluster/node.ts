@@ -11,10 +11,13 @@ import type { Config } from '../config.ts';
 import type { ClusterConfig } from './cluster-config.ts';
 import { ensureLayout } from '../shard/layout.ts';
 import { ShardFollower } from './follower.ts';
-import { ClusterImages } from './images.ts';
+import { ControlFollower } from './control-follower.ts';
+import { ensureControlStream } from './control-log.ts';
+import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
-import { apiErrorCode, connectJetStream, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
+import { apiErrorCode, connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
 import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
+import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 
 /** The owner stops acknowledging this long before its lease could expire (clock steps, scheduling). */
 const LEASE_MARGIN_MS = 1_000;
@@ -41,12 +44,15 @@ export interface ClusterNode {
 
 export async function runClusterNode(config: Readonly<Config>, cluster: ClusterConfig, log: (message: string) => void): Promise<ClusterNode> {
   const shards = ensureLayout(config.dataDir, config.shards).shards;
+  // The kobo CLI on this machine finds the cluster here (its writes must go through the owner).
+  writeClusterNodeFile(config.dataDir, { servers: cluster.servers, node: cluster.node });
   const { nc, jsm } = await connectJetStream(cluster.servers, `kobo-node-${cluster.node}`);
   const js = jetstream(nc);
   await ensureStreams(jsm, shards, cluster.replicas);
-  const kv = await new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 });
+  await ensureControlStream(jsm, cluster.replicas);
+  const kv = await patiently(() => new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 }));
   const leaseMs = cluster.leaseSeconds * 1_000;
-  const images = await ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas });
+  const images = await patiently(() => ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas }));
   const value: OwnerValue = { node: cluster.node, url: cluster.advertiseUrl };
 
   let role: Role = 'follower';
@@ -59,6 +65,36 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** A stop is under way: no claim, no new follower; renewals go on until the server has exited. */
   let stopping = false;
   let followers: ShardFollower[] = [];
+  let controlFollower: ControlFollower | null = null;
+  /** A follower imaging its own copy (its shard followers pause meanwhile); a takeover ends it first. */
+  let copyImaging: { child: ChildProcess; done: Promise<string> } | null = null;
+  let imagedAt = '';
+  const endCopyImaging = async (): Promise<void> => {
+    const running = copyImaging;
+    if (running === null) return;
+    running.child.kill('SIGKILL');
+    await running.done.catch(() => {});
+  };
+  /** Pauses the shard followers, recovers and images the copy in a process of its own, follows again. */
+  const imageCopy = async (): Promise<void> => {
+    const current = followers;
+    const positions = current.map((f) => f.position).join(',');
+    if (role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
+    for (const follower of current) await follower.stop();
+    const startedAt = Date.now();
+    copyImaging = koboInChild(config.dataDir, ['cluster', 'image-copy']);
+    try {
+      const out = await copyImaging.done;
+      imagedAt = positions;
+      log(`cluster: ${cluster.node} imaged its copy in ${Date.now() - startedAt} ms (${out.trim().split('\n').join('; ')})`);
+    } catch (error) {
+      log(`cluster: ${cluster.node} could not image its copy: ${(error as Error).message}`);
+    } finally {
+      copyImaging = null;
+    }
+    // A takeover or a stop began meanwhile: it has these followers now.
+    if (role === 'follower' && !stopping && followers === current) for (const follower of current) await follower.follow();
+  };
 
   const openFollowers = async (): Promise<void> => {
     const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
@@ -73,6 +109,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       break;
     }
     for (const follower of followers) await follower.follow();
+    controlFollower = new ControlFollower(config.dataDir, js, jsm);
+    await controlFollower.follow();
   };
   const closeFollowers = async (): Promise<void> => {
     for (const follower of followers) {
@@ -80,6 +118,11 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       follower.close();
     }
     followers = [];
+    if (controlFollower !== null) {
+      await controlFollower.stop();
+      controlFollower.close();
+      controlFollower = null;
+    }
   };
 
   const ownsNow = (): boolean => role === 'owner' && childPort > 0 && Date.now() < leaseUntilMs;
@@ -111,8 +154,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     if (!stopping && followers.length === 0) await openFollowers();
   };
 
-  const startChild = async (epoch: number, fences: number[]): Promise<void> => {
-    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.leaseUntil]: String(leaseUntilMs), KOBO_SHARDS: String(shards) };
+  const startChild = async (epoch: number, fences: number[], controlFence: number): Promise<void> => {
+    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(leaseUntilMs), KOBO_SHARDS: String(shards) };
     const started = spawn(process.execPath, [...process.execArgv, process.argv[1]!], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child = started;
     let output = '';
@@ -146,16 +189,22 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const takeOver = async (epoch: number): Promise<void> => {
     role = 'taking-over';
     try {
+      await endCopyImaging();
       const fences: number[] = [];
-      for (let shard = 0; shard < shards; shard += 1) fences.push(await fence(js, jsm, shard, epoch));
+      for (let shard = 0; shard < shards; shard += 1) fences.push(await fence(js, jsm, streamOf(shard), subjectOf(shard), msgIdOf(shard, epoch, 0), epoch));
+      const controlFence = await fence(js, jsm, CONTROL_STREAM, CONTROL_EPOCH_SUBJECT, controlMsgIdOf(epoch, 0), epoch);
       const current = followers;
       followers = [];
       for (const follower of current) {
         await follower.catchUp(fences[follower.shard]!);
         follower.close();
       }
+      const control = controlFollower ?? new ControlFollower(config.dataDir, js, jsm);
+      controlFollower = null;
+      await control.catchUp(controlFence);
+      control.close();
       if (revision === 0) throw new Error('the lease was lost during the takeover');
-      await startChild(epoch, fences);
+      await startChild(epoch, fences, controlFence);
       role = 'owner';
       log(`cluster: ${cluster.node} owns all ${shards} shard(s) (epoch ${epoch}, fences ${fences.join(',')})`);
     } catch (error) {
@@ -212,6 +261,12 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     polling = true;
     void poll().finally(() => (polling = false));
   }, Math.min(LEASE_POLL_MS, leaseMs / 3));
+  let copying = false;
+  const copyTimer = cluster.copyImageSeconds === 0 ? null : setInterval(() => {
+    if (copying) return;
+    copying = true;
+    void imageCopy().finally(() => (copying = false));
+  }, cluster.copyImageSeconds * 1_000);
   let imaging = false;
   const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
     if (imaging || role !== 'owner' || stopping) return;
@@ -224,7 +279,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     ).finally(() => (imaging = false));
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
-    const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), atMs: Date.now() };
+    const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), control: controlFollower?.position ?? null, atMs: Date.now() };
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => {});
   }, 1_000);
 
@@ -246,6 +301,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       clearInterval(timer);
       clearInterval(statusTimer);
       if (imageTimer !== null) clearInterval(imageTimer);
+      if (copyTimer !== null) clearInterval(copyTimer);
+      await endCopyImaging();
       while (polling) await new Promise((resolve) => setTimeout(resolve, 10));
       // Handing the lease back lets another node take over without waiting for its TTL.
       if (revision > 0) await kv.delete(OWNER_KEY, { previousSeq: revision }).catch(() => {});
@@ -260,10 +317,10 @@ async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: nu
   for (let shard = 0; shard < shards; shard += 1) {
     const exists = await jsm.streams.info(streamOf(shard)).then(() => true, () => false);
     if (!exists) {
-      await jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
+      await patiently(() => jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
         // Another node created it meanwhile.
         if (!(await jsm.streams.info(streamOf(shard)).then(() => true, () => false))) throw error;
-      });
+      }));
     }
   }
 }
@@ -272,15 +329,14 @@ async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: nu
  * Appends this epoch's marker fenced on the stream's tail: from then on a former owner's publish is
  * refused (10071). Returns the marker's sequence.
  */
-async function fence(js: JetStreamClient, jsm: JetStreamManager, shard: number, epoch: number): Promise<number> {
-  const msgId = msgIdOf(shard, epoch, 0);
+async function fence(js: JetStreamClient, jsm: JetStreamManager, stream: string, subject: string, msgId: string, epoch: number): Promise<number> {
   for (let attempt = 1; ; attempt += 1) {
-    const last = (await jsm.streams.info(streamOf(shard))).state.last_seq;
+    const last = (await jsm.streams.info(stream)).state.last_seq;
     try {
-      return (await js.publish(subjectOf(shard), Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
+      return (await js.publish(subject, Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
     } catch (error) {
       if (attempt >= FENCE_ATTEMPTS_MAX) throw error;
-      const stored = await jsm.streams.getMessage(streamOf(shard), { seq: last + 1 }).catch(() => null);
+      const stored = await jsm.streams.getMessage(stream, { seq: last + 1 }).catch(() => null);
       if (stored !== null && stored.header.get('Nats-Msg-Id') === msgId) return last + 1;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -8,12 +8,14 @@ export interface OwnerCluster {
   epoch: number;
   /** Per shard, the stream sequence of this owner's epoch marker. */
   fences: number[];
+  /** The kobo-control stream's sequence of this owner's epoch marker. */
+  controlFence: number;
   /** Float64 [0]: wall-clock ms until which the lease surely holds. */
   lease: SharedArrayBuffer;
 }
 
 /** Set by the supervisor for the process it starts (never by an operator). */
-export const OWNER_ENV = { role: 'KOBO_CLUSTER_ROLE', servers: 'KOBO_CLUSTER_NATS', epoch: 'KOBO_CLUSTER_EPOCH', fences: 'KOBO_CLUSTER_FENCES', leaseUntil: 'KOBO_CLUSTER_LEASE_UNTIL_MS' } as const;
+export const OWNER_ENV = { role: 'KOBO_CLUSTER_ROLE', servers: 'KOBO_CLUSTER_NATS', epoch: 'KOBO_CLUSTER_EPOCH', fences: 'KOBO_CLUSTER_FENCES', controlFence: 'KOBO_CLUSTER_CONTROL_FENCE', leaseUntil: 'KOBO_CLUSTER_LEASE_UNTIL_MS' } as const;
 
 /** A lease renewal the supervisor sends. */
 export interface LeaseMessage {
@@ -44,6 +46,7 @@ function readOwner(env: NodeJS.ProcessEnv): OwnerCluster | null {
     servers: (env[OWNER_ENV.servers] ?? '').split(',').filter((s) => s !== ''),
     epoch: Number(env[OWNER_ENV.epoch]),
     fences: (env[OWNER_ENV.fences] ?? '').split(',').map(Number),
+    controlFence: Number(env[OWNER_ENV.controlFence] ?? '0'),
     lease,
   };
 }

@@ -2,6 +2,7 @@
 // a JetStream message (headers), and connecting with retry while JetStream elects its leaders.
 // Used by the node supervisor (main thread) and by shard workers (jetstream-journal.ts).
 // Invariant: a row message carries the row exactly (numbering, checksum, body); an epoch marker carries no row.
+import { createHash } from 'node:crypto';
 import { connect, headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { EncodedRow } from '../journal/log-segments.ts';
@@ -23,6 +24,27 @@ export function subjectOf(shard: number): string {
 /** `<shard>:<epoch>:<batch>`; the epoch marker a new owner appends is batch 0. */
 export function msgIdOf(shard: number, epoch: number, batch: number): string {
   return `${shard}:${epoch}:${batch}`;
+}
+
+/** The replicated rows of control.db and webhooks.db (control-log.ts): one subject per row, the newest kept. */
+export const CONTROL_STREAM = 'kobo-control';
+export const CONTROL_SUBJECTS = 'kobo.control.>';
+/** Where each new owner's epoch marker goes (the stream keeps the newest). */
+export const CONTROL_EPOCH_SUBJECT = 'kobo.control.epoch';
+/** Written once every row a first owner held is in the stream: from then on the stream is the whole truth. */
+export const CONTROL_SEEDED_SUBJECT = 'kobo.control.seeded';
+/** A day's front-idempotency records share a subject prefix, so that a past day is purged at once. */
+export const DAY_MS = 86_400_000;
+
+/** The subject of one replicated row (its key hashed: any text may be a key; a subject token may not hold dots). */
+export function controlSubjectOf(table: string, key: string, atMs: number | null): string {
+  const token = createHash('sha256').update(key).digest('hex').slice(0, 32);
+  return atMs === null ? `kobo.control.${table}.${token}` : `kobo.control.${table}.${Math.floor(atMs / DAY_MS)}.${token}`;
+}
+
+/** `control:<epoch>:<n>`: the n-th change an owner published; n = 0 is its epoch marker. */
+export function controlMsgIdOf(epoch: number, n: number): string {
+  return `control:${epoch}:${n}`;
 }
 
 const H_LSN = 'Kobo-Lsn';
@@ -66,6 +88,23 @@ export async function connectJetStream(servers: readonly string[], name: string)
         await nc.close();
         throw new Error(`cluster: JetStream at ${servers.join(',')} did not answer in ${JETSTREAM_READY_MS_MAX} ms`, { cause: error });
       }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+  }
+}
+
+/**
+ * Retries a JetStream call until it succeeds or JETSTREAM_READY_MS_MAX passes: right after the servers
+ * start, placing a replicated stream or bucket is refused ("no suitable peers for placement") until the
+ * meta leader knows every peer.
+ */
+export async function patiently<T>(call: () => Promise<T>): Promise<T> {
+  const until = Date.now() + JETSTREAM_READY_MS_MAX;
+  for (;;) {
+    try {
+      return await call();
+    } catch (error) {
+      if (Date.now() > until) throw error;
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
   }

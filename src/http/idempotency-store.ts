@@ -8,6 +8,7 @@ import type Database from 'better-sqlite3';
 import { isStoredResult, type StoredReply } from '../schemas/reply.schema.ts';
 import type { Reply } from './types.ts';
 import { FOREIGN_REPLAY, storedForAnotherCustomer } from './idempotency.ts';
+import type { ReplicaSink } from '../store/replica-rows.ts';
 import { addChecksums, DamagedRowError, DATA_DAMAGED_MESSAGE, frontIdemRowChecksum, reportDamage, type FrontIdemRowFields } from '../store/row-checks.ts';
 
 type Row = FrontIdemRowFields & { crc: number | null };
@@ -21,6 +22,8 @@ export class FrontIdempotencyStore {
   private readonly insert: Database.Statement<[string, string, number, string, number, number]>;
   private readonly sweep: Database.Statement<[number]>;
   private inserts = 0;
+  /** Cluster mode: each record kept is reported here to be replicated (null: single node). */
+  replica: ReplicaSink | null = null;
 
   constructor(db: Database.Database, private readonly retentionMs: number) {
     db.exec(`CREATE TABLE IF NOT EXISTS front_idempotency (
@@ -84,7 +87,9 @@ export class FrontIdempotencyStore {
       if (isStoredResult(reply.status)) {
         const body = JSON.stringify(reply.error === undefined ? { json: reply.replayJson ?? reply.json } : { error: reply.error });
         const nowMs = Date.now();
-        this.insert.run(scope, fingerprint, reply.status, body, nowMs, frontIdemRowChecksum({ scope, fingerprint, status: reply.status, body, at_ms: nowMs }));
+        const crc = frontIdemRowChecksum({ scope, fingerprint, status: reply.status, body, at_ms: nowMs });
+        this.insert.run(scope, fingerprint, reply.status, body, nowMs, crc);
+        this.replica?.record({ table: 'front_idempotency', row: { scope, fingerprint, status: reply.status, body, at_ms: nowMs, crc } });
         if (++this.inserts % SWEEP_EVERY_INSERTS === 0) this.sweep.run(nowMs - this.retentionMs);
       }
       return reply;

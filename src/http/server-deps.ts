@@ -31,6 +31,11 @@ export interface ServerDeps {
    */
   onResponse?: (done: { requestId: string; method: string; route: string; path: string; status: number; durationMs: number; ip: string; keyId: string | null; account: string | null }) => void;
   wantsIp?: () => boolean;
+  /**
+   * Cluster owner: the replicated control rows. A write's answer waits until every row it changed is
+   * acknowledged by the stream (absent on a single node: nothing waits).
+   */
+  replica?: { idle(): boolean; settled(): Promise<void> };
   /** Reverse proxies whose forwarding header names the client (KOBO_TRUST_PROXY); absent or null: none. */
   trustProxy?: TrustProxy | null;
 }

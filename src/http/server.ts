@@ -316,6 +316,14 @@ export class HttpServer {
       this.failed(res, incoming, error);
       return;
     }
+    const replica = this.deps.replica;
+    if (replica !== undefined && incoming.method !== 'GET') {
+      // Cluster owner: a 2xx for a change of keys, clocks, subscriptions or idempotency records leaves once the stream has it.
+      outcome = Promise.resolve(outcome).then(async (done) => {
+        if (!replica.idle()) await replica.settled();
+        return done;
+      });
+    }
     if (outcome instanceof Promise) {
       outcome.then((done) => this.send(res, incoming, done.reply, done.rate, false), (error: unknown) => this.failed(res, incoming, error));
     } else {

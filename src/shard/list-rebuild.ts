@@ -50,7 +50,8 @@ export function rebuildListIndex(store: ShardStore, states: ReadonlyMap<number, 
     }
   }
   for (const [coldKind, kind] of COLD_KINDS) {
-    for (const id of store.coldIds(coldKind)) {
+    // The ids first: writing a batch while the cold table's cursor is open is refused (connection busy).
+    for (const id of [...store.coldIds(coldKind)]) {
       if (seen.has(id)) continue;
       const body = store.read(coldKind, id);
       if (body !== undefined) add(kind, JSON.parse(body) as Listed);

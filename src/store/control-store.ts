@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import { openDatabase } from './shard-store.ts';
 import { makeDir } from './private-files.ts';
+import { changeOf, type ReplicaSink, type ReplicatedTable, type RowValue } from './replica-rows.ts';
 
 export type Environment = 'test' | 'live';
 
@@ -140,6 +141,8 @@ const KEY_PREFIX_CHARS = 10;
 export class ControlStore {
   readonly db: Database.Database;
   private readonly byHash: Database.Statement;
+  /** Cluster mode: every change is reported here to be replicated (null: single node, nothing reported). */
+  replica: ReplicaSink | null = null;
 
   constructor(dataDir: string) {
     makeDir(dataDir);
@@ -178,12 +181,13 @@ export class ControlStore {
       expiresAtMs: null,
       label: key.label ?? null,
     };
-    this.db
+    const inserted = this.db
       .prepare(
         `INSERT INTO api_keys (id, hash, prefix, account, env, scopes, ip_allow, customer_id, status, created_at_ms, expires_at_ms, label)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING`,
       )
       .run(record.id, record.hash, record.prefix, record.account, record.env, JSON.stringify(record.scopes), JSON.stringify(record.ipAllow), record.customerId, record.status, record.createdAtMs, record.expiresAtMs, record.label);
+    if (inserted.changes === 1) this.report('api_keys', record.id);
     return this.findBySecret(key.secret)!;
   }
 
@@ -201,7 +205,9 @@ export class ControlStore {
   }
 
   revoke(id: string): boolean {
-    return this.db.prepare("UPDATE api_keys SET status = 'revoked' WHERE id = ?").run(id).changes === 1;
+    const done = this.db.prepare("UPDATE api_keys SET status = 'revoked' WHERE id = ?").run(id).changes === 1;
+    if (done) this.report('api_keys', id);
+    return done;
   }
 
   /** A new key with the old one's grants; the old one keeps working until `graceMs` has passed. */
@@ -215,6 +221,7 @@ export class ControlStore {
     // A second rotation during the grace may shorten the old key's life, never lengthen it.
     const expiresAtMs = Math.min(old.expiresAtMs ?? Number.POSITIVE_INFINITY, options.nowMs + options.graceMs);
     this.db.prepare('UPDATE api_keys SET expires_at_ms = ? WHERE id = ?').run(expiresAtMs, id);
+    this.report('api_keys', id);
     return { secret, record };
   }
 
@@ -224,11 +231,13 @@ export class ControlStore {
 
   setClockOffset(owner: string, offsetMs: number): void {
     this.db.prepare('INSERT INTO clocks (owner, offset_ms) VALUES (?, ?) ON CONFLICT(owner) DO UPDATE SET offset_ms = excluded.offset_ms').run(owner, offsetMs);
+    this.report('clocks', owner);
   }
 
   queueAction(action: Pick<OperatorAction, 'kind' | 'target' | 'payload'>, nowMs: number): string {
     const id = `act_${ulid(nowMs)}`;
     this.db.prepare('INSERT INTO operator_actions (id, kind, target, payload, created_at_ms) VALUES (?, ?, ?, ?, ?)').run(id, action.kind, action.target, JSON.stringify(action.payload), nowMs);
+    this.report('operator_actions', id);
     return id;
   }
 
@@ -252,6 +261,14 @@ export class ControlStore {
 
   completeAction(id: string, result: string, nowMs: number): void {
     this.db.prepare('UPDATE operator_actions SET done_at_ms = ?, result = ? WHERE id = ?').run(nowMs, result, id);
+    this.report('operator_actions', id);
+  }
+
+  /** Hands the row as it now is to the replica (cluster mode only). */
+  report(table: ReplicatedTable, key: RowValue): void {
+    if (this.replica === null) return;
+    const change = changeOf(this.db, table, key);
+    if (change !== undefined) this.replica.record(change);
   }
 
   close(): void {

@@ -10,6 +10,7 @@ import { webhookDeliveryTable, type DeliveryEvent } from '../../machines/webhook
 import { webhookSubscriptionTable, type SubscriptionEffect, type SubscriptionEvent } from '../../machines/webhook-subscription.machine.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import type { OutboxEvent } from '../shard/state.ts';
+import { changeOf, type ReplicaSink } from '../store/replica-rows.ts';
 
 export interface Subscription {
   id: string;
@@ -125,6 +126,8 @@ export interface AttemptResult {
 
 export class WebhookStore {
   readonly db: Database.Database;
+  /** Cluster mode: subscription changes are reported here to be replicated (null: single node). */
+  replica: ReplicaSink | null = null;
 
   constructor(dataDir: string) {
     this.db = openDatabase(path.join(dataDir, 'webhooks.db'));
@@ -152,6 +155,7 @@ export class WebhookStore {
     this.db
       .prepare('INSERT INTO subscriptions VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)')
       .run(id, fields.owner, fields.url, JSON.stringify(fields.events), fields.secret, 'active', fields.nowMs, fields.nowMs);
+    this.report(id);
     return this.subscription(id)!;
   }
 
@@ -172,7 +176,16 @@ export class WebhookStore {
     const sub = this.subscription(id);
     if (sub === undefined) return false;
     const step = webhookSubscriptionTable.step(sub.status, sub, { type: status === 'active' ? 'enable' : 'disable', atMs: nowMs });
-    return this.db.prepare('UPDATE subscriptions SET status = ?, consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(step?.target ?? sub.status, nowMs, id).changes === 1;
+    const done = this.db.prepare('UPDATE subscriptions SET status = ?, consecutive_failures = 0, updated_at_ms = ? WHERE id = ?').run(step?.target ?? sub.status, nowMs, id).changes === 1;
+    if (done) this.report(id);
+    return done;
+  }
+
+  /** Hands a subscription's row as it now is to the replica (cluster mode only). */
+  private report(id: string): void {
+    if (this.replica === null) return;
+    const change = changeOf(this.db, 'subscriptions', id);
+    if (change !== undefined) this.replica.record(change);
   }
 
   /**
@@ -253,6 +266,8 @@ export class WebhookStore {
         }
       }
     })();
+    // A subscription the failures disabled stays disabled on every node; failure counts stay local.
+    for (const d of disabled) this.report(d.subscriptionId);
     return disabled;
   }
 
