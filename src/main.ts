@@ -54,6 +54,14 @@ try {
 }
 if (cluster !== null) {
   // A cluster node: its supervisor serves the listeners and starts the server while it owns (cluster/node.ts).
+  // Until it is up it has answered nothing and may wait on JetStream for a minute: a stop then ends the
+  // process at once (what it wrote is recovered as after a kill -9), rather than once JetStream answers.
+  stop = (signal: string): void => {
+    logging.lifecycle(`${signal}: stopping the cluster node before it came up`);
+    logging.flush();
+    process.exit(0);
+  };
+  if (stopAsked !== null) stop(stopAsked);
   try {
     const node = await runClusterNode(config, cluster, (message) => logging.lifecycle(message));
     stop = (signal: string): void => {

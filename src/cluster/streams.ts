@@ -79,7 +79,15 @@ export function rowOf(h: MsgHdrs | undefined, body: Uint8Array): EncodedRow | nu
 /** Connects (reconnecting forever) and waits until JetStream answers, or throws after JETSTREAM_READY_MS_MAX. */
 export async function connectJetStream(servers: readonly string[], name: string): Promise<{ nc: NatsConnection; jsm: JetStreamManager }> {
   const until = Date.now() + JETSTREAM_READY_MS_MAX;
-  const nc = await connect({ servers: [...servers], name, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true });
+  // The first connection waits for a server to come up, but not forever (the caller's error says which).
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const connecting = connect({ servers: [...servers], name, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true });
+  const nc = await Promise.race([
+    connecting,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`cluster: no nats-server at ${servers.join(',')} answered in ${JETSTREAM_READY_MS_MAX} ms`)), JETSTREAM_READY_MS_MAX);
+    }),
+  ]).finally(() => clearTimeout(timer));
   for (;;) {
     try {
       return { nc, jsm: await jetstreamManager(nc, { timeout: 2_000 }) };

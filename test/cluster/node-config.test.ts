@@ -2,7 +2,7 @@
 // connection; the server-side role is refused when an operator sets it by hand.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { ROOT, entryArgs } from '../helpers/build.ts';
 import { tempDataDir } from '../helpers/server.ts';
 
@@ -40,4 +40,25 @@ test('cluster config: KOBO_CLUSTER_ROLE=owner set by hand (no node started this 
   const r = start({ KOBO_CLUSTER_ROLE: 'owner', KOBO_CLUSTER_NATS: 'nats://127.0.0.1:1' });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /KOBO_CLUSTER_ROLE=owner is set by a cluster node for the server it starts; unset it/);
+});
+
+test('cluster node: SIGTERM while it still waits for its first nats-server → exits 0 within seconds, saying so (not after JetStream answers)', async () => {
+  const child = spawn(process.execPath, entryArgs('main'), { cwd: ROOT, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KOBO_DATA_DIR: tempDataDir('kobo-cfg'), KOBO_SHARDS: '1', ...base }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    // Nothing listens on port 1: the node is waiting for its first connection.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal(child.exitCode, null, `still waiting:\n${output}`);
+    const sentAt = Date.now();
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 10_000))]);
+    assert.equal(code, 0, output);
+    assert.ok(Date.now() - sentAt < 10_000);
+    assert.match(output, /SIGTERM: stopping the cluster node before it came up/);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
 });

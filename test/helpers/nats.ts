@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { StorageType } from '@nats-io/jetstream';
+import { connectJetStream, patiently } from '../../src/cluster/streams.ts';
 
 export interface NatsNode {
   name: string;
@@ -67,6 +69,22 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
+/**
+ * Waits until the servers' JetStream places a stream on all of them: listening is not enough, since the
+ * meta leader learns its peers seconds later, and a kobo node started before that waits in its own
+ * retries past a test's start timeout. Creates and deletes a probe stream with `size` replicas.
+ */
+async function jetStreamPlaces(urls: readonly string[], size: number): Promise<void> {
+  const { nc, jsm } = await connectJetStream(urls, 'kobo-test-probe');
+  try {
+    const name = `probe-${process.pid}-${Date.now()}`;
+    await patiently(() => jsm.streams.add({ name, subjects: [`${name}.x`], num_replicas: size, storage: StorageType.File }));
+    await jsm.streams.delete(name);
+  } finally {
+    await nc.close();
+  }
+}
+
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   const binary = natsServerBinary();
   if (binary === null) throw new Error('nats-server is not installed (apt-get install nats-server)');
@@ -97,6 +115,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   };
   for (const node of nodes) launch(node);
   for (const node of nodes) await waitForPort(node.clientPort, 15_000);
+  await jetStreamPlaces(nodes.map((n) => n.url), size);
   const killOne = async (index: number): Promise<void> => {
     const child = nodes[index]!.child;
     if (child === null || child.exitCode !== null || child.signalCode !== null) return;

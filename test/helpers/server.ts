@@ -58,7 +58,12 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30_000);
+    // A server that never listens is killed here: the caller has no handle on it yet, and an orphan
+    // would keep the test file's process (and the whole run) waiting on it.
+    const timer = setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      reject(new Error(`server did not start in 30 s:\n${output}`));
+    }, 30_000);
     const check = (): void => {
       // HOST may be another address (`::` logs `http://:::PORT`); the port follows the last colon.
       const match = /listening on http:\/\/\S*:(\d+) /.exec(output);
