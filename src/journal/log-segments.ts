@@ -1,7 +1,7 @@
 // The log's segment tables in a shard file. Version-2 segments (`log_1`, `log_2`, …) hold one row per
 // group commit; version-1 segments (`wal_0`, `wal_1`, …, one row per record) are what files written
 // before version 2 hold: still read and replayed, never appended to, dropped by truncation. Truncation
-// archives a v2 segment (renamed `archive_N`): no longer replayed, still read by the rows pointing into it.
+// moves a v2 segment's rows into `log_archive`: no longer replayed, still read by the rows pointing into it.
 // Runs in the shard (or CLI) that owns the file. Why segments: a whole table leaves in one statement, where
 // deleting rows one by one made sqlite rebalance b-tree pages on every truncation.
 // Invariant: segments are in LSN order (every v1 segment before every v2 one); a segment leaves the live
@@ -39,11 +39,14 @@ export function walChecksum(lsn: number, partition: number, body: string): numbe
 
 const V1_NAME = /^wal_(\d+)$/;
 const V2_NAME = /^log_(\d+)$/;
-const ARCHIVE_NAME = /^archive_(\d+)$/;
+/**
+ * The v2 rows truncation took out of the live log, kept for the derived rows that point into their
+ * records (never replayed). One table, not one per segment: a file's schema stays the same size however
+ * long its history.
+ */
+const ARCHIVE_TABLE = 'log_archive';
 
-/** A truncated v2 segment kept for the derived rows that point into its records (never replayed). */
 interface Archive {
-  name: string;
   firstLsn: number;
   lastLsn: number;
 }
@@ -77,8 +80,8 @@ export function walSegmentSql(name: string): string {
 
 export class LogSegments {
   private segments: Segment[] = [];
-  /** Archived segments, oldest first: the records of every v2 row truncation took out of the live log. */
-  private readonly archives: Archive[] = [];
+  /** The LSN range `log_archive` holds (null: nothing archived yet). */
+  private archive: Archive | null = null;
   private insert: Database.Statement | null = null;
   private readonly segmentRecords: number;
 
@@ -102,9 +105,9 @@ export class LogSegments {
       }
     }
     this.segments = [...v1.map((name) => this.loadV1(name)), ...v2.map((name) => this.loadV2(name))];
-    for (const name of this.tableNames(ARCHIVE_NAME)) {
-      const loaded = this.loadV2(name);
-      if (loaded.firstLsn !== null && loaded.lastLsn !== null) this.archives.push({ name, firstLsn: loaded.firstLsn, lastLsn: loaded.lastLsn });
+    if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(ARCHIVE_TABLE) !== undefined) {
+      const loaded = this.loadV2(ARCHIVE_TABLE);
+      if (loaded.firstLsn !== null && loaded.lastLsn !== null) this.archive = { firstLsn: loaded.firstLsn, lastLsn: loaded.lastLsn };
     }
     if (!options.readonly) this.prepareInsert();
   }
@@ -285,9 +288,8 @@ export class LogSegments {
    */
   recordAt(lsn: number): string | undefined {
     for (const entry of this.decoded.values()) if (lsn >= entry.first && lsn < entry.first + entry.records.length) return entry.records[lsn - entry.first]!.body;
-    const segment =
-      this.segments.find((s) => s.version === 2 && s.firstLsn !== null && s.lastLsn !== null && s.firstLsn <= lsn && lsn <= s.lastLsn) ??
-      this.archives.find((a) => a.firstLsn <= lsn && lsn <= a.lastLsn);
+    const archived = this.archive !== null && this.archive.firstLsn <= lsn && lsn <= this.archive.lastLsn;
+    const segment = archived ? { name: ARCHIVE_TABLE } : this.segments.find((s) => s.version === 2 && s.firstLsn !== null && s.lastLsn !== null && s.firstLsn <= lsn && lsn <= s.lastLsn);
     if (segment === undefined) return undefined;
     let find = this.rowAt.get(segment.name);
     if (find === undefined) {
@@ -339,9 +341,10 @@ export class LogSegments {
   /**
    * Takes the oldest sealed segment out of the live log if no recovery needs it: each partition with
    * records in it has two kept images at or above its last record there, and the segment ends at or
-   * below `ceilingLsn`. A v1 segment is dropped (no row points into one); a v2 segment is archived, as
-   * cold and idempotency rows point into its records: renaming a table costs no page of the file, where
-   * copying each entity's body into its row before a drop wrote ~1 KB a payment and took ~10 µs of it.
+   * below `ceilingLsn`. A v1 segment is dropped (no row points into one); a v2 segment's rows move into
+   * `log_archive`, as cold, idempotency and event rows point into its records: its deflated rows are
+   * copied once (~120 B a payment), where copying each entity's body into its row before a drop wrote
+   * ~1 KB a payment and took ~10 µs of it.
    * Otherwise names the partitions that lack such images (an image more of each unblocks it).
    */
   dropOldest(ceilingLsn: number, imagesOf: (partition: number) => { count: number; minLsn: number }): { dropped: { records: number; lastLsn: number; lastBatch: number } | null; blockers: number[] } {
@@ -356,31 +359,30 @@ export class LogSegments {
     if (blockers.length > 0) return { dropped: null, blockers };
     this.rowAt.delete(oldest.name);
     if (oldest.version === 2 && oldest.firstLsn !== null && oldest.lastLsn !== null) {
-      const name = `archive_${V2_NAME.exec(oldest.name)![1]}`;
-      this.db.exec(`ALTER TABLE ${oldest.name} RENAME TO ${name}`);
-      this.archives.push({ name, firstLsn: oldest.firstLsn, lastLsn: oldest.lastLsn });
-      // Decoded rows stay valid (same records, same LSNs); only the statement naming the table goes.
+      this.db.exec(logSegmentSql(ARCHIVE_TABLE).replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS'));
+      this.db.exec(`INSERT INTO ${ARCHIVE_TABLE} (lsn_first, n, batch, body, crc) SELECT lsn_first, n, batch, body, crc FROM ${oldest.name}`);
+      this.archive = { firstLsn: this.archive?.firstLsn ?? oldest.firstLsn, lastLsn: oldest.lastLsn };
+      // Decoded rows stay valid (same records, same LSNs): only the table they are read from changes.
     } else {
       this.decoded.clear();
       this.decodedChars = 0;
-      this.db.exec(`DROP TABLE ${oldest.name}`);
     }
+    this.db.exec(`DROP TABLE ${oldest.name}`);
     this.segments.shift();
     return { dropped: { records: oldest.records, lastLsn: oldest.lastLsn ?? 0, lastBatch: oldest.lastBatch ?? 0 }, blockers: [] };
   }
 
   /** Archived rows that fail their checksum (`kobo verify`), as [first LSN, batch]. */
   *damagedArchiveRows(): IterableIterator<{ lsnFirst: number; batch: number }> {
-    for (const archive of this.archives) {
-      for (const row of this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${archive.name} ORDER BY lsn_first`).iterate() as IterableIterator<{ lsn_first: number; n: number; batch: number; body: Buffer; crc: number }>) {
-        if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) yield { lsnFirst: row.lsn_first, batch: row.batch };
-      }
+    if (this.archive === null) return;
+    for (const row of this.db.prepare(`SELECT lsn_first, n, batch, body, crc FROM ${ARCHIVE_TABLE} ORDER BY lsn_first`).iterate() as IterableIterator<{ lsn_first: number; n: number; batch: number; body: Buffer; crc: number }>) {
+      if (logRowChecksum(row.lsn_first, row.n, row.batch, row.body) !== row.crc) yield { lsnFirst: row.lsn_first, batch: row.batch };
     }
   }
 
-  /** Records kept in archived segments (verify and tests). */
+  /** Records kept in the archive (verify and tests). */
   archivedRecords(): number {
-    return this.archives.reduce((n, a) => n + a.lastLsn - a.firstLsn + 1, 0);
+    return this.archive === null ? 0 : this.archive.lastLsn - this.archive.firstLsn + 1;
   }
 
   /** Segment names and versions, oldest first (verify and tests). */
