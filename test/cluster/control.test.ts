@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { verifyWebhook } from '../../src/webhooks/verify-webhook.ts';
@@ -14,22 +14,10 @@ const key = secretKey();
 const keys = [`${key}@cluster`];
 const skip = natsServerBinary() !== null ? false : 'nats-server is not installed (apt-get install nats-server)';
 
-async function withCluster(run: (cluster: KoboCluster) => Promise<void>): Promise<void> {
-  const cluster = await startKoboCluster({ keys });
-  try {
-    await run(cluster);
-  } catch (error) {
-    for (const node of cluster.nodes) process.stderr.write(`--- ${node.name}\n${node.server.output().split('\n').filter((l) => !/"msg":"request"/.test(l)).slice(-40).join('\n')}\n`);
-    throw error;
-  } finally {
-    await cluster.stop();
-  }
-}
-
 test('cluster: a key created and one revoked (and one made by `kobo keys create` on the owner; refused on a follower), a webhook subscription and a sandbox clock advance made through a follower, then kill -9 of the owner → the new owner authenticates the key and refuses the revoked one, lists the subscription and signs with its secret, reports the clock, and replays each front-idempotency POST with the same body', { skip, timeout: 180_000 }, async () => {
   const receiver = await startReceiver();
   try {
-    await withCluster(async (cluster) => {
+    await withCluster({ keys }, async (cluster) => {
       const first = await cluster.owner();
       const via = client(cluster.nodes[(first + 1) % 3]!.server.baseUrl, key);
       const direct = client(cluster.nodes[first]!.server.baseUrl, key);

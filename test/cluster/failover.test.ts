@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { CLUSTER_SECRET, startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { CLUSTER_SECRET, withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 
@@ -12,6 +12,11 @@ const key = secretKey();
 const keys = [`${key}@cluster`];
 const available = natsServerBinary() !== null;
 const skip = available ? false : 'nats-server is not installed (apt-get install nats-server)';
+
+/** withCluster with this file's keys. */
+function inCluster(run: (cluster: KoboCluster) => Promise<void>, options: { size?: number; env?: Record<string, string> } = {}): Promise<void> {
+  return withCluster({ keys, ...options }, run);
+}
 
 type Api = ReturnType<typeof client>;
 
@@ -108,20 +113,8 @@ function processGone(pid: number): boolean {
   }
 }
 
-async function withCluster(run: (cluster: KoboCluster) => Promise<void>, options: { size?: number; env?: Record<string, string> } = {}): Promise<void> {
-  const cluster = await startKoboCluster({ keys, ...options });
-  try {
-    await run(cluster);
-  } catch (error) {
-    for (const node of cluster.nodes) process.stderr.write(`--- ${node.name}\n${node.server.output().split('\n').filter((l) => !/"msg":"request"/.test(l)).slice(-40).join('\n')}\n`);
-    throw error;
-  } finally {
-    await cluster.stop();
-  }
-}
-
 test('cluster: kill -9 of the owning node under load → every acknowledged request replays the same on the new owner, verify clean, writes again within 15 s', { skip, timeout: 180_000 }, () =>
-  withCluster(async (cluster) => {
+  inCluster(async (cluster) => {
     const first = await cluster.owner();
     const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
     // The internal listener: the cluster secret or 401; a node that does not own never forwards again.
@@ -183,7 +176,7 @@ test('cluster: kill -9 of the owning node under load → every acknowledged requ
   }));
 
 test('cluster: a frozen owner (SIGSTOP) loses its lease, and after SIGCONT acknowledges nothing the new owner lacks; its server exits and its copy follows again', { skip, timeout: 180_000 }, () =>
-  withCluster(async (cluster) => {
+  inCluster(async (cluster) => {
     const stale = await cluster.owner();
     const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
     const f = await fixture(apis[(stale + 1) % 3]!);
@@ -218,7 +211,7 @@ test('cluster: a frozen owner (SIGSTOP) loses its lease, and after SIGCONT ackno
   }));
 
 test('cluster: killing a follower node, then one nats-server, under load → no error and no lost write', { skip, timeout: 180_000 }, () =>
-  withCluster(async (cluster) => {
+  inCluster(async (cluster) => {
     const owner = await cluster.owner();
     const follower = (owner + 1) % 3;
     const victim = (owner + 2) % 3;
@@ -247,7 +240,7 @@ test('cluster: killing a follower node, then one nats-server, under load → no 
   }));
 
 test('cluster: SIGTERM of the owning node under load → its server drains, the lease is handed back, another node serves well within the TTL, every acknowledged request found', { skip, timeout: 180_000 }, () =>
-  withCluster(async (cluster) => {
+  inCluster(async (cluster) => {
     const first = await cluster.owner();
     const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
     const f = await fixture(apis[(first + 1) % 3]!);
@@ -273,7 +266,7 @@ test('cluster: SIGTERM of the owning node under load → its server drains, the 
   }));
 
 test('cluster: the owner writes images to the object store and purges the streams; a node with an empty data dir starts from the newest image, follows, and after both old nodes are gone serves every acknowledged request', { skip, timeout: 240_000 }, () =>
-  withCluster(async (cluster) => {
+  inCluster(async (cluster) => {
     const first = await cluster.owner();
     const other = 1 - first;
     const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));

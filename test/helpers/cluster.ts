@@ -91,6 +91,22 @@ export async function startKoboCluster(options: { keys: string[]; size?: number;
   };
 }
 
+/**
+ * Runs `run` on a fresh cluster and stops it after, pass or fail; on failure the nodes' last log lines
+ * (request lines left out) go to stderr first, which is how a failed takeover is diagnosed.
+ */
+export async function withCluster(options: { keys: string[]; size?: number; env?: Record<string, string> }, run: (cluster: KoboCluster) => Promise<void>): Promise<void> {
+  const cluster = await startKoboCluster(options);
+  try {
+    await run(cluster);
+  } catch (error) {
+    for (const node of cluster.nodes) process.stderr.write(`--- ${node.name}\n${node.server.output().split('\n').filter((l) => !/"msg":"request"/.test(l)).slice(-40).join('\n')}\n`);
+    throw error;
+  } finally {
+    await cluster.stop();
+  }
+}
+
 /** The last ownership line a node logged ("owns all" or "stops serving"/"exited"). */
 function lastOwnership(output: string): string {
   const lines = output.split('\n').filter((l) => /owns all|stops serving|exited \(|could not take over/.test(l));
