@@ -8,7 +8,7 @@ import { ControlStore } from '../store/control-store.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import { clearReplicated, isReplicatedTable, REPLICATED_TABLES, upsertRow, type ReplicaChange } from '../store/replica-rows.ts';
-import { CONTROL_EPOCH_SUBJECT, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM } from './streams.ts';
+import { CONTROL_EPOCH_SUBJECT, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM, endConsuming } from './streams.ts';
 
 /** Messages applied in one pair of transactions at most. */
 const APPLY_MESSAGES_MAX = 500;
@@ -117,14 +117,9 @@ export class ControlFollower {
   }
 
   async stop(): Promise<void> {
-    if (this.messages !== null) {
-      await this.messages.close();
-      this.messages = null;
-    }
-    if (this.following !== null) {
-      await this.following.catch(() => {});
-      this.following = null;
-    }
+    await endConsuming(this.messages, this.following);
+    this.messages = null;
+    this.following = null;
     if (this.control !== null) this.flush();
   }
 

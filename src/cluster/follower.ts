@@ -7,7 +7,7 @@ import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from '@nat
 import { ShardStore } from '../store/shard-store.ts';
 import { shardFile } from '../shard/layout.ts';
 import type { EncodedRow } from '../journal/log-segments.ts';
-import { rowOf, streamOf } from './streams.ts';
+import { endConsuming, rowOf, streamOf } from './streams.ts';
 
 /** Rows applied in one sqlite transaction at most. */
 const APPLY_ROWS_MAX = 500;
@@ -98,14 +98,9 @@ export class ShardFollower {
 
   /** Stops following; what was received is written. */
   async stop(): Promise<void> {
-    if (this.messages !== null) {
-      await this.messages.close();
-      this.messages = null;
-    }
-    if (this.following !== null) {
-      await this.following.catch(() => {});
-      this.following = null;
-    }
+    await endConsuming(this.messages, this.following);
+    this.messages = null;
+    this.following = null;
     if (this.rows.length > 0) this.flush();
   }
 

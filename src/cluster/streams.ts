@@ -118,6 +118,12 @@ export async function patiently<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Stops an ordered consumer's messages and waits for the loop that applied them to end (a follower's stop). */
+export async function endConsuming(messages: { close(): Promise<void | Error> } | null, following: Promise<void> | null): Promise<void> {
+  await messages?.close();
+  await following?.catch(() => {});
+}
+
 /** A JetStream API error's code (10071: wrong last sequence), or null. */
 export function apiErrorCode(error: unknown): number | null {
   if (typeof error !== 'object' || error === null || !('apiError' in error)) return null;

@@ -7,7 +7,6 @@ import { STATUS_CODES } from 'node:http';
 import { reject, statusOf, type Rejection } from '../errors.ts';
 import type { KeyRecord } from '../store/control-store.ts';
 import { uws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocketBehavior } from './uws.ts';
-import { normalizeIp } from './auth.ts';
 import { ipSubject, type RateDecision } from './rate-limit.ts';
 import { idempotencyKeyHeader } from './idempotency.ts';
 import { closedForFraming } from './framing.ts';
@@ -17,6 +16,7 @@ import { readForwarded, type TrustProxy } from './trust-proxy.ts';
 import { Preflight } from './preflight.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 import type { ServerDeps } from './server-deps.ts';
+import { EMPTY_BODY, NO_SIGNATURE, browserHeaders, peerIp, type Incoming } from './incoming.ts';
 
 export type { ServerDeps };
 
@@ -25,66 +25,12 @@ type ListenWithOptions = (host: string, port: number, options: number, cb: (sock
 /** No SO_REUSEPORT: a second server on a taken port fails instead of sharing traffic with the first. */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 
-interface Incoming {
-  method: string;
-  path: string;
-  query: string;
-  authorization: string;
-  contentType: string;
-  idempotencyKey: string;
-  transactionAuthorization: string;
-  /** Cookie, Origin and Host: read for the console's paths only (src/console/), '' elsewhere. */
-  browser: { cookie: string; origin: string; host: string };
-  /** Kobo-Timestamp and Kobo-Signature: how connectors sign their callbacks. */
-  signature: { timestamp: string; signature: string };
-  /**
-   * The client's address, read from the socket (a getpeername call) on first use by `ipOf`: only
-   * IP-based rate limits, key allowlists and the request log need it.
-   */
-  ip: string | null;
-  /** The forwarding header's lines, read only when a proxy is trusted ('' otherwise or when absent). */
-  forwarded: string;
-  /** The key that authenticated the request, for the request log (its id and account, never its secret). */
-  key: KeyRecord | null;
-  res: HttpResponse;
-  requestId: string;
-  aborted: boolean;
-  startedMs: number;
-  route: string;
-  /** Counted out of the in-flight total (answered or aborted). */
-  settled: boolean;
-}
-
 /** What a request came to: the reply, and the rate decision whose headers it carries (none before auth). */
 type Outcome = { reply: Reply; rate?: RateDecision };
 
-const EMPTY_BODY = Buffer.alloc(0);
-const NO_SIGNATURE = Object.freeze({ timestamp: '', signature: '' });
-/** Query strings remembered as valid (per route); beyond this the memo starts over. */
 const STATUS_LINE = new Map<number, string>(Object.entries(STATUS_CODES).map(([code, text]) => [Number(code), `${code} ${text ?? ''}`]));
 const INTERNAL_MESSAGE = 'An internal error occurred; it is safe to retry with the same Idempotency-Key.';
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
-
-const NO_BROWSER = Object.freeze({ cookie: '', origin: '', host: '' });
-
-/** The headers only the console reads (three uWS calls spared on every API request). */
-function browserHeaders(req: HttpRequest, path: string): Incoming['browser'] {
-  if (!path.startsWith('/console')) return NO_BROWSER;
-  return { cookie: req.getHeader('cookie'), origin: req.getHeader('origin'), host: req.getHeader('host') };
-}
-
-/**
- * The peer's address as text, from its binary form: IPv4 (and IPv4-mapped IPv6) is formatted here,
- * which costs a fraction of decoding uWS's text form and normalising it; other IPv6 goes that way.
- */
-function peerIp(res: HttpResponse): string {
-  const bytes = new Uint8Array(res.getRemoteAddress());
-  if (bytes.length === 4) return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
-  if (bytes.length === 16 && bytes[10] === 0xff && bytes[11] === 0xff && bytes.subarray(0, 10).every((b) => b === 0)) {
-    return `${bytes[12]}.${bytes[13]}.${bytes[14]}.${bytes[15]}`;
-  }
-  return normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString());
-}
 
 export class HttpServer {
   private readonly app: TemplatedApp;

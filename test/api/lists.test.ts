@@ -332,3 +332,44 @@ describe('lists in the OpenAPI document', () => {
     assert.deepEqual(doc.paths['/v1/events']!.get.tags, ['Events']);
   });
 });
+
+describe('lists once their rows are written (a restart)', () => {
+  it('GET /v1/payments?customer_id=: settled and pending payments interleaved → after a restart (rows in the index, merged status by status) the same pages, newest first, in both directions', { timeout: 60_000 }, async () => {
+    const key = secretKey();
+    let own = await startServer({ keys: [`${key}@umbrella`] });
+    try {
+      let a = client(own.baseUrl, key);
+      const customer = await newCustomer(a);
+      const other = await newCustomer(a);
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i += 1) {
+        // Statuses alternate, so every page crosses both status ranges of the index.
+        if (i % 2 === 0) ids.push((await fund(customer.id, 10_000 + i, a)).paymentId);
+        else {
+          const pending = await a('POST', '/v1/payments', { idempotencyKey: idem('pay'), body: { customer_id: customer.id, amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' } });
+          assert.equal(pending.status, 201, JSON.stringify(pending.body));
+          ids.push(pending.body.data.id);
+        }
+        await fund(other.id, 15_000, a);
+      }
+      const q = `/v1/payments?customer_id=${customer.id}&limit=3`;
+      const walk = async (): Promise<string[][]> => {
+        const first = await page(q, a);
+        const second = await page(`${q}&starting_after=${first.data.at(-1)!.id}`, a);
+        const third = await page(`${q}&starting_after=${second.data.at(-1)!.id}`, a);
+        const back = await page(`${q}&ending_before=${third.data[0]!.id}`, a);
+        assert.deepEqual([first.has_more, second.has_more, third.has_more], [true, true, false]);
+        return [first, second, third, back].map((p) => p.data.map((row) => `${row.id}:${row.status}`));
+      };
+      const before = await walk();
+      assert.deepEqual(before.slice(0, 3).flat().map((r) => r.split(':')[0]), [...ids].reverse());
+      assert.deepEqual(new Set(before.flat().map((r) => r.split(':')[1])), new Set(['completed', 'pending']));
+      await own.stop(); // writes every waiting list row into the index
+      own = await startServer({ keys: [`${key}@umbrella`], dataDir: own.dataDir });
+      a = client(own.baseUrl, key);
+      assert.deepEqual(await walk(), before);
+    } finally {
+      await own.stop();
+    }
+  });
+});
