@@ -31,11 +31,11 @@ import {
   type Outcome,
 } from '../lifecycle/context.ts';
 import { openWallet } from '../lifecycle/wallets.ts';
-import { dispatchEvents, failEvents, movePayment, moveTransaction, newTransaction, paymentHandles, transactionHandles } from '../lifecycle/lifecycle.ts';
+import { dispatchEvents, failEvents, movePayment, moveTransaction, paymentHandles, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
+import { newPayment } from '../lifecycle/order-payments.ts';
 import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
-import { collectionOpening } from '../../rails/rails.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
 
 
@@ -115,39 +115,9 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
 
   const paymentId = ctx.mintId();
   const feeMinor = method === 'wallet' ? 0 : collectionFeeMinor(method, body.currency, body.amountMinor);
-  const txn = newTransaction(ctx, {
-    owner: cmd.owner,
-    customerId: customer.id,
-    type: 'payment',
-    amountMinor: body.amountMinor,
-    feeMinor,
-    currency: body.currency,
-    reference: body.reference,
-    paymentId,
-  });
+  const { payment, txn, opened } = newPayment(ctx, { owner: cmd.owner, customer, paymentId, method, amountMinor: body.amountMinor, feeMinor, currency: body.currency, reference: body.reference, walletId, ttlMs: COLLECTION_TTL_MS });
   // A sandbox collection then waits for its payer, cold (see awaitsPayer); its transaction with it.
   if (method !== 'wallet' && !isLiveOwner(cmd.owner)) txn.awaitsPayer = true;
-  // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
-  const opening = method === 'wallet' ? null : collectionOpening(cmd.owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: COLLECTION_TTL_MS, mintId: ctx.mintId });
-  const payment: Payment = {
-    id: paymentId,
-    owner: cmd.owner,
-    customerId: customer.id,
-    transactionId: txn.id,
-    method,
-    status: 'pending',
-    amountMinor: body.amountMinor,
-    feeMinor,
-    currency: body.currency,
-    reference: body.reference,
-    walletId,
-    instructions: opening?.instructions ?? null,
-    createdAtMs: ctx.nowMs,
-    updatedAtMs: ctx.nowMs,
-  };
-  // Optional fields are added after the literal: conditional spreads inside it made every create
-  // build its object shape at run time (a V8 runtime call per field; 10% of the shard's CPU).
-  if (opening?.checkoutToken !== undefined) payment.checkoutToken = opening.checkoutToken;
   if (method === 'mobile_money') payment.promptPhone = customer.phone;
   events.push({ t: 'txn.created', txn }, { t: 'payment.created', payment }, usageEvent(customer, body.currency, body.amountMinor, ctx.nowMs));
   const effects: Effect[] = [];
@@ -155,7 +125,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
     events.push(...holdEvents(ctx, payment, txn));
     effects.push(railSettle(ctx, cmd, payment.id, txn.attempt));
   }
-  if (method !== 'wallet' && opening === null) {
+  if (method !== 'wallet' && !opened) {
     const call = collectionCall(ctx, payment, customer, txn.attempt, 'submit');
     assert(call !== null, 'payments: a selectable live method has a connector');
     effects.push(call);

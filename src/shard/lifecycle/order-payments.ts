@@ -1,7 +1,7 @@
-// A service order's payments: the collection (or inline wallet debit) opened with the order, and the
-// new attempt of a failed order retried through either of its transactions. Runs inside shard workers;
-// pure: reads state, returns WAL events and effects. Invariant: a retry re-enters the transaction at
-// pending under the same id and charges the limits and funds again, or changes nothing.
+// Opening a payment (one constructor for the API's payments and a service order's collection or wallet
+// debit) and the new attempt of a failed order retried through either of its transactions. Runs inside
+// shard workers; pure: reads state, returns WAL events and effects. Invariant: a retry re-enters the
+// transaction at pending under the same id and charges the limits and funds again, or changes nothing.
 import { isRejection, reject, type Rejection } from '../../errors.ts';
 import { canDebit, systemAccountId } from '../../ledger/ledger.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
@@ -17,36 +17,48 @@ import { collectionCall, methodsFor } from './rail-requests.ts';
 const ORDER_COLLECTION_TTL_MS = 86_400_000;
 
 /**
- * An order's payment and its transaction (type payment) for `amountMinor` in the paying currency. A
- * sandbox card or bank-transfer collection is opened at once (instructions, hosted page); a live one by
- * its connector after commit; a wallet debit is held by the caller.
+ * A payment and its transaction (type payment), built once for every path that opens one: a payment
+ * created through the API (with its collection fee and the client's reference) and an order's payment
+ * (no fee, the order's id as reference and in `orderId`). A sandbox card or bank-transfer collection is
+ * opened at once (instructions, hosted page) and stays payable `ttlMs`; a live one is opened by its
+ * connector after commit; a wallet debit is held by the caller. Fields that only some payments carry are
+ * set after the literal, so every payment is built with one object shape. `opened`: the sandbox rail
+ * opened the collection now (false for a wallet debit and for a live collection).
  */
-export function newOrderPayment(
+export function newPayment(
   ctx: HandlerContext,
-  fields: { customer: Customer; orderId: string; paymentId: string; method: Payment['method']; amountMinor: number; currency: string; walletId: string },
-): { payment: Payment; txn: Transaction } {
-  const { customer, orderId, paymentId, method } = fields;
-  const txn = newTransaction(ctx, { owner: customer.owner, customerId: customer.id, type: 'payment', amountMinor: fields.amountMinor, feeMinor: 0, currency: fields.currency, reference: orderId, paymentId });
-  const opening = method === 'wallet' ? null : collectionOpening(customer.owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: ORDER_COLLECTION_TTL_MS, mintId: ctx.mintId });
+  fields: { owner: string; customer: Customer; paymentId: string; method: Payment['method']; amountMinor: number; feeMinor: number; currency: string; reference: string | null; walletId: string; ttlMs: number; orderId?: string },
+): { payment: Payment; txn: Transaction; opened: boolean } {
+  const { owner, customer, paymentId, method } = fields;
+  const txn = newTransaction(ctx, { owner, customerId: customer.id, type: 'payment', amountMinor: fields.amountMinor, feeMinor: fields.feeMinor, currency: fields.currency, reference: fields.reference, paymentId });
+  const opening = method === 'wallet' ? null : collectionOpening(owner, { paymentId, method, customerName: customer.name, nowMs: ctx.nowMs, ttlMs: fields.ttlMs, mintId: ctx.mintId });
   const payment: Payment = {
     id: paymentId,
-    owner: customer.owner,
+    owner,
     customerId: customer.id,
     transactionId: txn.id,
     method,
     status: 'pending',
     amountMinor: fields.amountMinor,
-    feeMinor: 0,
+    feeMinor: fields.feeMinor,
     currency: fields.currency,
-    reference: orderId,
+    reference: fields.reference,
     walletId: fields.walletId,
     instructions: opening?.instructions ?? null,
-    ...(opening?.checkoutToken === undefined ? {} : { checkoutToken: opening.checkoutToken }),
-    orderId,
     createdAtMs: ctx.nowMs,
     updatedAtMs: ctx.nowMs,
   };
-  return { payment, txn };
+  if (opening?.checkoutToken !== undefined) payment.checkoutToken = opening.checkoutToken;
+  if (fields.orderId !== undefined) payment.orderId = fields.orderId;
+  return { payment, txn, opened: opening !== null };
+}
+
+/** An order's payment: no fee, the order's id as its reference, payable for a day. */
+export function newOrderPayment(
+  ctx: HandlerContext,
+  fields: { customer: Customer; orderId: string; paymentId: string; method: Payment['method']; amountMinor: number; currency: string; walletId: string },
+): { payment: Payment; txn: Transaction } {
+  return newPayment(ctx, { ...fields, owner: fields.customer.owner, feeMinor: 0, reference: fields.orderId, ttlMs: ORDER_COLLECTION_TTL_MS });
 }
 
 type Retried = { events: WalEvent[]; effects: Effect[] };
