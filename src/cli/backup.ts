@@ -25,7 +25,8 @@ import { dueRowChecksum, idemRowChecksum, type IdemRowFields } from '../store/ro
 import { makeDir } from '../store/private-files.ts';
 import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
 
-export const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts'] as const;
+/** The tables of webhooks.db a backup carries (as `webhook_<name>`): all of them. */
+export const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts', 'front_idempotency'] as const;
 
 /** The shard file's tiered tables, copied whole (rows up to the backup's LSN) into the backup. */
 const TIER_TABLES_SQL = `
@@ -183,9 +184,15 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
   }
   const webhooksFile = path.join(dataDir, 'webhooks.db');
   if (fs.existsSync(webhooksFile)) {
-    // Subscriptions (with secrets), events and delivery history travel with the backup.
+    // Subscriptions (with secrets), events and delivery history travel with the backup, and so do the
+    // idempotency records of the POSTs the front answers itself (subscriptions, the sandbox clock, ...):
+    // without them a client retrying such a POST after a restore would create or move things twice.
     backup.prepare('ATTACH DATABASE ? AS wh').run(webhooksFile);
-    for (const table of WEBHOOK_TABLES) backup.exec(`CREATE TABLE webhook_${table} AS SELECT * FROM wh.${table}`);
+    for (const table of WEBHOOK_TABLES) {
+      // front_idempotency is made by the server's first start: a webhooks.db older than it has none.
+      if (backup.prepare("SELECT 1 FROM wh.sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) continue;
+      backup.exec(`CREATE TABLE webhook_${table} AS SELECT * FROM wh.${table}`);
+    }
     backup.exec('DETACH DATABASE wh');
   }
   const meta = backup.prepare('INSERT INTO meta VALUES (?, ?)');

@@ -18,6 +18,7 @@ import { DUE_BACKUP_COLUMNS, DUE_COLUMNS } from '../store/due-log.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
 import { damagedDueRows, damagedIdemRows, dueRowChecksum, hasChecksumColumn } from '../store/row-checks.ts';
 import { WebhookStore } from '../webhooks/store.ts';
+import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import { makeDir } from '../store/private-files.ts';
 import { TIER_COLUMNS, WEBHOOK_TABLES } from './backup.ts';
 import { BACKUP_FORMAT, LEGACY_BACKUP_FORMAT, manifestProblem } from './backup-manifest.ts';
@@ -126,6 +127,9 @@ function writeRestored(dir: string, backup: Database.Database, backupFile: strin
   }
   control.close();
   const webhooks = new WebhookStore(dir);
+  // The front's idempotency table is made by its store (the server's, at start): made here first, so
+  // the backup's records (each with the checksum every replay checks) land in it.
+  void new FrontIdempotencyStore(webhooks.db, 0);
   webhooks.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
   for (const table of WEBHOOK_TABLES) {
     const present = webhooks.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE name = ?").get(`webhook_${table}`);
