@@ -48,6 +48,21 @@ function logCounts(dataDir: string): Array<{ live: number; archived: number; fir
   });
 }
 
+/** The bytes a node's shard files use (pages in use, as a reader sees them: the sqlite WAL included). */
+function bytesInUse(dataDir: string): number {
+  let bytes = 0;
+  for (let shard = 0; shard < SHARDS; shard += 1) {
+    const db = new Database(path.join(dataDir, shardFile(shard)), { readonly: true, fileMustExist: true });
+    try {
+      const pages = (db.pragma('page_count', { simple: true }) as number) - (db.pragma('freelist_count', { simple: true }) as number);
+      bytes += pages * (db.pragma('page_size', { simple: true }) as number);
+    } finally {
+      db.close();
+    }
+  }
+  return bytes;
+}
+
 /** Every record body in a copy's `log_archive` tables, joined (to find which payments were archived). */
 function archivedText(dataDir: string): string {
   const parts: string[] = [];
@@ -87,7 +102,7 @@ before(async () => {
   if (skip !== false) return;
   cluster = await startKoboCluster({
     keys: [`${key}@cluster`],
-    env: { KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_WAL_RETAIN_RECORDS: String(RETAIN), KOBO_WAL_SEGMENT_RECORDS: String(SEGMENT) },
+    env: { KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_WAL_RETAIN_RECORDS: String(RETAIN), KOBO_WAL_SEGMENT_RECORDS: String(SEGMENT), KOBO_SNAPSHOT_EVERY_RECORDS: '500' },
   });
   first = await cluster.owner();
   const api = client(cluster.nodes[first]!.server.baseUrl, key);
@@ -156,6 +171,7 @@ test('cluster image-copy: payments over several copy images → each follower\'s
   explained(async () => {
     assert.ok(cluster !== null && acked.length >= 600);
     const nodes = cluster.nodes;
+    process.stdout.write(`# shard files in use: ${nodes.map((n, i) => `${n.name}${i === first ? ' (owner)' : ''} ${bytesInUse(n.server.dataDir)} B`).join(', ')}\n`);
     for (const i of followersOf()) {
       const node = nodes[i]!;
       const counts = logCounts(node.server.dataDir);
