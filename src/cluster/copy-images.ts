@@ -1,10 +1,9 @@
-// A follower's own images of its copy: each shard file is recovered as a server's start would recover it
-// (the derived rows replay implies are written), every partition with records after its image is imaged
-// at the copy's last LSN, and then the copy's log is truncated as the owner's is after its images
-// (truncate-covered.ts), so a takeover replays only what came after and the copy's live log stays bounded.
-// Runs as `kobo cluster image-copy`, a process the node supervisor starts while its shard followers let go
-// of the files. Invariant: an image is written only once the derived rows of the records it covers are
-// in the file; a row leaves the live log only when truncateWal allows it (both kept images cover it).
+// A follower's own images of its copy: each shard file is recovered as a server's start recovers it (with
+// the derived rows replay implies), each partition with records after its image is imaged at the copy's
+// last LSN, then the log is truncated as the owner's is after its images (truncate-covered.ts). Runs as
+// `kobo cluster image-copy`, started by the node supervisor while its shard followers let go of the files.
+// Invariant: an image is written only once the derived rows of the records it covers are in the file;
+// a row leaves the live log only when truncateWal allows it (both kept images of its partition cover it).
 import path from 'node:path';
 import { ShardStore } from '../store/shard-store.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
