@@ -32,6 +32,10 @@ interface Acked {
 
 let cluster: KoboCluster | null = null;
 let first = -1;
+/** The node that took over from `first` (test 2). */
+let second = -1;
+/** Four customers on each shard (a customer's payments are in its partition). */
+const customers: string[] = [];
 const acked: Acked[] = [];
 /** GET bodies of settled payments (finished entities: their rows point into log records) before the kill. */
 const settled = new Map<string, unknown>();
@@ -106,8 +110,7 @@ before(async () => {
   });
   first = await cluster.owner();
   const api = client(cluster.nodes[first]!.server.baseUrl, key);
-  // Four customers on each shard (a customer's payments are in its partition): every shard's log grows.
-  const customers: string[] = [];
+  // Every shard's log grows.
   const perShard = new Array<number>(SHARDS).fill(0);
   while (customers.length < 4 * SHARDS) {
     const r = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Truncated', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
@@ -201,6 +204,7 @@ test('cluster image-copy: kill -9 of the owner after followers truncated their c
     const killedAt = Date.now();
     await cluster.nodes[first]!.server.kill();
     const next = await cluster.owner(30_000, first);
+    second = next;
     const archived = archivedOn.get(next)!;
     const replayed = [...cluster.nodes[next]!.server.output().matchAll(/recovered \d+ shard\(s\) in \d+ ms \((\d+) WAL records replayed\)/g)].pop()?.[1];
     process.stdout.write(`# ${cluster.nodes[next]!.name} served ${Date.now() - killedAt} ms after the kill, replaying ${replayed} records; ${archived.size} of ${acked.length} payments were in its copy's archive\n`);
@@ -223,4 +227,53 @@ test('cluster image-copy: kill -9 of the owner after followers truncated their c
     }
     const verify = kobo(cluster.nodes[next]!.server.dataDir, 'verify');
     assert.equal(verify.status, 0, `verify on the new owner:\n${verify.stdout}\n${verify.stderr}`);
+  }));
+
+test('cluster image-copy: kill -9 of the second owner under load while the last follower images and truncates its copy every 2 s → it takes over, every payment acknowledged before or during the load replays the same, verify clean', { skip, timeout: 180_000 }, () =>
+  explained(async () => {
+    assert.ok(cluster !== null && second >= 0, 'the first takeover happened');
+    const nodes = cluster.nodes;
+    const last = [0, 1, 2].find((i) => i !== first && i !== second)!;
+    const apis = [client(nodes[second]!.server.baseUrl, key), client(nodes[last]!.server.baseUrl, key)];
+    const mark = nodes[last]!.server.output().length;
+    let running = true;
+    let n = 0;
+    const during: Acked[] = [];
+    const writers = Array.from({ length: 6 }, async () => {
+      while (running) {
+        const i = n++;
+        const body = { customer_id: customers[i % customers.length], amount_minor: 20_000 + i, currency: 'NGN', method: 'bank_transfer' };
+        const idempotencyKey = idem();
+        try {
+          const r = await apis[i % 2]!('POST', '/v1/payments', { idempotencyKey, body });
+          if (r.status === 201) during.push({ idempotencyKey, body, reply: r.body });
+          else await new Promise((resolve) => setTimeout(resolve, 50));
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 50)); // the killed owner's connections
+        }
+      }
+    });
+    // Two of the follower's copy images that archived records while the load runs, then the kill.
+    await until(async () => nodes[last]!.server.output().slice(mark).match(/imaged its copy in \d+ ms .*\b[1-9]\d* record\(s\) archived/g)?.length ?? 0, (seen) => seen >= 2, `${nodes[last]!.name} truncating its copy under load`, 40_000);
+    const before = during.length;
+    await nodes[second]!.server.kill();
+    const third = await cluster.owner(30_000, second);
+    assert.equal(third, last);
+    // Writes succeed again through the new owner before the load stops.
+    const resumed = during.length;
+    await until(async () => during.length, (count) => count >= resumed + 20, 'writes through the new owner', 30_000);
+    running = false;
+    await Promise.all(writers);
+    process.stdout.write(`# ${nodes[last]!.name} took over; ${before} payments acknowledged before the kill, ${during.length} in all during the load\n`);
+    const api = client(nodes[last]!.server.baseUrl, key);
+    const all = [...acked, ...during];
+    for (let i = 0; i < all.length; i += 8) {
+      await Promise.all(all.slice(i, i + 8).map(async (a) => {
+        const again = await api('POST', '/v1/payments', { idempotencyKey: a.idempotencyKey, body: a.body });
+        assert.equal(again.status, 201, `replay of ${a.idempotencyKey}: ${JSON.stringify(again.body)}`);
+        assert.deepEqual(again.body, a.reply, `replay of ${a.idempotencyKey}`);
+      }));
+    }
+    const verify = kobo(nodes[last]!.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on the last owner:\n${verify.stdout}\n${verify.stderr}`);
   }));
