@@ -41,11 +41,13 @@ const acked: Acked[] = [];
 const settled = new Map<string, unknown>();
 
 /** The copy's live and archived record counts per shard file (read-only, while its node runs). */
-function logCounts(dataDir: string): Array<{ live: number; archived: number; firstLsn: number | null; nextLsn: number }> {
+function logCounts(dataDir: string): Array<{ live: number; archived: number; firstLsn: number | null; nextLsn: number; positionLsn: number }> {
   return Array.from({ length: SHARDS }, (_, shard) => {
     const store = new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: true });
     try {
-      return { live: store.walCount(), archived: store.archivedRecords(), firstLsn: store.walFirstLsn(), nextLsn: store.lsnNext };
+      // The follower's stream position: `<stream sequence>:<the LSN its rows reached>`.
+      const positionLsn = Number((store.getMeta('js_position') ?? '0:0').split(':')[1]);
+      return { live: store.walCount(), archived: store.archivedRecords(), firstLsn: store.walFirstLsn(), nextLsn: store.lsnNext, positionLsn };
     } finally {
       store.close();
     }
@@ -184,6 +186,7 @@ test('cluster image-copy: payments over several copy images → each follower\'s
         assert.ok(c.archived > 0, `${node.name} shard ${shard}: nothing archived (${JSON.stringify(c)})`);
         assert.ok(c.firstLsn !== null && c.firstLsn > 1, `${node.name} shard ${shard}: the live log still starts at LSN ${c.firstLsn}`);
         assert.equal(c.archived + c.live, c.nextLsn - 1, `${node.name} shard ${shard}: archive and live log together hold every record once`);
+        assert.equal(c.positionLsn, c.nextLsn - 1, `${node.name} shard ${shard}: its stream position names the copy's last record`);
         assert.ok(bounded(c), `${node.name} shard ${shard}: ${c.live} records in the live log, more than ${RETAIN} retained + a segment of ${SEGMENT}`);
       }
       const verify = kobo(node.server.dataDir, 'verify');
