@@ -274,7 +274,8 @@ clusterCmd
   .description("a node's own images of its followed copy (run by the node supervisor while its followers pause)")
   .action(async () => {
     for (const r of await imageCopy(config.dataDir, { walRetainRecords: config.walRetainRecords })) {
-      process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}, ${r.archived} record(s) archived, ${r.live} in the live log\n`);
+      if (r.skipped) process.stdout.write(`shard ${r.shard}: skipped (records up to LSN ${r.lastLsn}, not all met in its stream yet)\n`);
+      else process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}, ${r.archived} record(s) archived, ${r.live} in the live log\n`);
     }
   });
 

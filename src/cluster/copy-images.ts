@@ -12,6 +12,7 @@ import { rebuildListIndex } from '../shard/list-rebuild.ts';
 import { encodePartition } from '../shard/partition-image.ts';
 import { compressImageSync, snapshotRow } from '../store/snapshot.ts';
 import { truncateCovered } from '../store/truncate-covered.ts';
+import { copyPosition } from './follower.ts';
 
 export interface CopyImaged {
   shard: number;
@@ -21,6 +22,8 @@ export interface CopyImaged {
   /** Records this run took out of the copy's live log, and those still in it. */
   archived: number;
   live: number;
+  /** Left alone: the file holds records past the copy's stream position (see below). */
+  skipped: boolean;
 }
 
 export async function imageCopy(dataDir: string, options: { walRetainRecords: number }): Promise<CopyImaged[]> {
@@ -29,6 +32,14 @@ export async function imageCopy(dataDir: string, options: { walRetainRecords: nu
   for (let shard = 0; shard < shards; shard += 1) {
     const store = new ShardStore(path.join(dataDir, shardFile(shard)));
     try {
+      // Records past the stream position are a former owner's own until the stream delivers them again:
+      // they may be cut then, with every image at or after them, and an image this run took there would
+      // have let truncation archive records no image left would cover. Such a shard waits for its follower.
+      const lastLsn = store.lsnNext - 1;
+      if (copyPosition(store).lsn < lastLsn) {
+        done.push({ shard, lastLsn, replayed: 0, imaged: 0, archived: 0, live: store.walCount(), skipped: true });
+        continue;
+      }
       const recovered = recoverShard(store, { partitions: partitionsOf(shard, shards) });
       rebuildListIndex(store, recovered.states);
       store.writeDerived();
@@ -55,7 +66,7 @@ export async function imageCopy(dataDir: string, options: { walRetainRecords: nu
         if (again.length === 0) break;
         for (const partition of again) image(partition);
       }
-      done.push({ shard, lastLsn: recovered.lastLsn, replayed: recovered.replayed, imaged, archived, live: store.walCount() });
+      done.push({ shard, lastLsn: recovered.lastLsn, replayed: recovered.replayed, imaged, archived, live: store.walCount(), skipped: false });
     } finally {
       store.close();
     }

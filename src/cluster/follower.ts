@@ -14,6 +14,15 @@ import { endConsuming, rowOf, streamOf } from './streams.ts';
 const APPLY_ROWS_MAX = 500;
 const POSITION_META = 'js_position';
 
+/**
+ * A copy's position in its stream: the last sequence applied, and the LSN its rows reached with it. Rows
+ * of the file past that LSN (a former owner's own, not yet met in the stream again) may be cut.
+ */
+export function copyPosition(store: ShardStore): { seq: number; lsn: number } {
+  const [seq, lsn] = (store.getMeta(POSITION_META) ?? '0:0').split(':').map(Number);
+  return { seq: seq ?? 0, lsn: lsn ?? 0 };
+}
+
 export class ShardFollower {
   /** The open file (null: paused, reopened at the next use). */
   private store: ShardStore | null;
@@ -34,9 +43,7 @@ export class ShardFollower {
   ) {
     this.fileName = path.join(dataDir, shardFile(shard));
     this.store = this.open();
-    const [seq, lsn] = (this.store.getMeta(POSITION_META) ?? '0:0').split(':').map(Number);
-    this.seq = seq ?? 0;
-    this.lsn = lsn ?? 0;
+    ({ seq: this.seq, lsn: this.lsn } = copyPosition(this.store));
   }
 
   /** The LSN this copy continues at. */
