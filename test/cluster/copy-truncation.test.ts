@@ -108,7 +108,7 @@ before(async () => {
   if (skip !== false) return;
   cluster = await startKoboCluster({
     keys: [`${key}@cluster`],
-    env: { KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_WAL_RETAIN_RECORDS: String(RETAIN), KOBO_WAL_SEGMENT_RECORDS: String(SEGMENT), KOBO_SNAPSHOT_EVERY_RECORDS: '500' },
+    env: { KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_WAL_RETAIN_RECORDS: String(RETAIN), KOBO_WAL_SEGMENT_RECORDS: String(SEGMENT), KOBO_SNAPSHOT_EVERY_RECORDS: '150' },
   });
   first = await cluster.owner();
   const api = client(cluster.nodes[first]!.server.baseUrl, key);
