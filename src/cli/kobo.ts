@@ -272,8 +272,11 @@ clusterCmd
 clusterCmd
   .command('image-copy', { hidden: true })
   .description("a node's own images of its followed copy (run by the node supervisor while its followers pause)")
-  .action(() => {
-    for (const r of imageCopy(config.dataDir)) process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}\n`);
+  .action(async () => {
+    for (const r of await imageCopy(config.dataDir, { walRetainRecords: config.walRetainRecords })) {
+      if (r.skipped) process.stdout.write(`shard ${r.shard}: skipped (records up to LSN ${r.lastLsn}, not all met in its stream yet)\n`);
+      else process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}, ${r.archived} record(s) archived, ${r.live} in the live log\n`);
+    }
   });
 
 program

@@ -1,6 +1,7 @@
 // A node's copy of one shard's log, kept from the shard's JetStream stream: rows are applied exactly as
 // shipped (same LSNs, batches and checksums); rows the file holds that the stream does not (a former
-// owner's unreplicated tail) are cut. Runs on the node supervisor's main thread while the node follows.
+// owner's unreplicated tail) are cut. Runs on the node supervisor's main thread while the node follows;
+// it lets go of the file while `kobo cluster image-copy` images and truncates it (`pause`).
 // Invariant: after `catchUp(target)` the file's log is the stream's rows up to `target`, nothing more.
 import path from 'node:path';
 import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from '@nats-io/jetstream';
@@ -13,8 +14,20 @@ import { endConsuming, rowOf, streamOf } from './streams.ts';
 const APPLY_ROWS_MAX = 500;
 const POSITION_META = 'js_position';
 
+/**
+ * A copy's position in its stream: the last sequence applied, and the LSN its rows reached with it. Rows
+ * of the file past that LSN (a former owner's own, not yet met in the stream again) may be cut.
+ */
+export function copyPosition(store: ShardStore): { seq: number; lsn: number } {
+  const [seq, lsn] = (store.getMeta(POSITION_META) ?? '0:0').split(':').map(Number);
+  return { seq: seq ?? 0, lsn: lsn ?? 0 };
+}
+
 export class ShardFollower {
+  /** The open file (null: paused, reopened at the next use). */
   private store: ShardStore | null;
+  private closed = false;
+  private readonly fileName: string;
   /** Last stream sequence applied, and the LSN the log reached with it. */
   private seq: number;
   private lsn: number;
@@ -26,11 +39,11 @@ export class ShardFollower {
     readonly shard: number,
     dataDir: string,
     private readonly js: JetStreamClient,
+    private readonly options: { walSegmentRecords?: number } = {},
   ) {
-    this.store = new ShardStore(path.join(dataDir, shardFile(shard)));
-    const [seq, lsn] = (this.store.getMeta(POSITION_META) ?? '0:0').split(':').map(Number);
-    this.seq = seq ?? 0;
-    this.lsn = lsn ?? 0;
+    this.fileName = path.join(dataDir, shardFile(shard));
+    this.store = this.open();
+    ({ seq: this.seq, lsn: this.lsn } = copyPosition(this.store));
   }
 
   /** The LSN this copy continues at. */
@@ -43,8 +56,17 @@ export class ShardFollower {
     return this.seq;
   }
 
+  private open(): ShardStore {
+    return new ShardStore(this.fileName, this.options.walSegmentRecords === undefined ? {} : { walSegmentRecords: this.options.walSegmentRecords });
+  }
+
+  /**
+   * The file, reopened after a pause: another process may have archived segments meanwhile, which an
+   * open store's list of segments would still name.
+   */
   private get file(): ShardStore {
-    if (this.store === null) throw new Error(`follower of shard ${this.shard}: closed`);
+    if (this.closed) throw new Error(`follower of shard ${this.shard}: closed`);
+    this.store ??= this.open();
     return this.store;
   }
 
@@ -79,13 +101,13 @@ export class ShardFollower {
 
   /** Follows the stream from this copy's position until `stop` (a warm standby). */
   async follow(): Promise<void> {
-    if (this.store === null) return;
+    if (this.closed) return;
     const consumer = await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
     const messages = await consumer.consume({ max_messages: APPLY_ROWS_MAX });
     this.messages = messages;
     this.following = (async () => {
       for await (const m of messages) {
-        if (this.store === null) return;
+        if (this.closed) return;
         if (m.seq <= this.seq) continue;
         this.apply(m.seq, rowOf(m.headers, m.data));
         if (m.info.pending === 0) this.flush();
@@ -128,8 +150,16 @@ export class ShardFollower {
     if (store.lsnNext - 1 > this.lsn) store.cutDiverged(this.lsn + 1);
   }
 
+  /** Stops following and closes the file until the next use (another process writes it meanwhile). */
+  async pause(): Promise<void> {
+    await this.stop();
+    this.store?.close();
+    this.store = null;
+  }
+
   close(): void {
     this.store?.close();
     this.store = null;
+    this.closed = true;
   }
 }

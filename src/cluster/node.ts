@@ -80,7 +80,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     const current = followers;
     const positions = current.map((f) => f.position).join(',');
     if (role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
-    for (const follower of current) await follower.stop();
+    // They let go of their files: image-copy archives segments their open stores would still list.
+    for (const follower of current) await follower.pause();
     const startedAt = Date.now();
     copyImaging = koboInChild(config.dataDir, ['cluster', 'image-copy']);
     try {
@@ -97,7 +98,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   };
 
   const openFollowers = async (): Promise<void> => {
-    const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js));
+    const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords }));
     followers = create();
     for (const follower of followers) {
       if (await images.continuable(follower.shard, follower.nextLsn)) continue;

@@ -10,6 +10,7 @@ import { mintId } from '../ids.ts';
 import { ShardStore } from '../store/shard-store.ts';
 import { recoverShard } from './recovery.ts';
 import { compressImage, snapshotRow } from '../store/snapshot.ts';
+import { truncateCovered } from '../store/truncate-covered.ts';
 import { encodePartition } from './partition-image.ts';
 import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
@@ -354,14 +355,12 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       // whose images are older than its records in the oldest segment is imaged again next round, so an
       // idle one never pins it.
       if (taken > 0) {
-        for (;;) {
-          const { dropped, blockers } = store.truncateWal(data.walRetainRecords);
-          for (const partition of blockers) dirty.add(partition);
-          if (dropped === 0) break;
+        const { blockers } = await truncateCovered(store, data.walRetainRecords, async () => {
           crashAt('log.truncated');
           gate.committedOne();
           await new Promise((resolve) => setImmediate(resolve));
-        }
+        });
+        for (const partition of blockers) dirty.add(partition);
         await allDurable();
       }
     } finally {

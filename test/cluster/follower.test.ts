@@ -14,6 +14,7 @@ import { ShardFollower } from '../../src/cluster/follower.ts';
 import { connectJetStream, epochHeaders, msgIdOf, rowHeaders, streamOf, subjectOf } from '../../src/cluster/streams.ts';
 import { shardFile } from '../../src/shard/layout.ts';
 import { snapshotRow } from '../../src/store/snapshot.ts';
+import { truncateCovered } from '../../src/store/truncate-covered.ts';
 import type { EncodedRow } from '../../src/journal/log-segments.ts';
 
 const skip = natsServerBinary() === null ? 'nats-server is not installed' : false;
@@ -113,4 +114,38 @@ test('ShardFollower: a former owner\'s copy with rows the stream never got → c
   assert.equal(copy.lsnNext, 15);
   copy.close();
   next.store.close();
+});
+
+test('ShardFollower: paused while another process truncates its file (as kobo cluster image-copy does) → its next use reopens the file: rows the stream delivers again, archived or live, are kept, nothing is cut', { skip, timeout: 60_000 }, async () => {
+  shard += 1;
+  await jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: 3, storage: StorageType.File });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-paused-'));
+  // A former owner's copy: 30 rows in segments of 5, all of them in the stream, no stream position yet.
+  const former = new ShardStore(path.join(dir, shardFile(shard)), { walSegmentRecords: 5 });
+  const rows: EncodedRow[] = [];
+  former.onRow = (row) => rows.push(row);
+  for (let i = 0; i < 30; i += 1) former.appendBatch([{ partition: 0, body: JSON.stringify([{ t: 'r', i }]) }]);
+  former.close();
+  const last = await publish(shard, rows);
+  const follower = new ShardFollower(shard, dir, jetstream(nc), { walSegmentRecords: 5 });
+  assert.equal(follower.nextLsn, 31, 'the follower has its file open');
+  await follower.pause();
+  // Meanwhile another process images partition 0 twice and truncates: LSNs 1..25 leave the live log.
+  const other = new ShardStore(path.join(dir, shardFile(shard)));
+  other.writeSnapshot(snapshotRow({ partition: 0, lsn: 25, takenAtMs: Date.now(), body: Buffer.from('image') }));
+  other.writeSnapshot(snapshotRow({ partition: 0, lsn: 30, takenAtMs: Date.now(), body: Buffer.from('image') }));
+  const truncated = await truncateCovered(other, 5);
+  assert.equal(truncated.records, 25);
+  other.close();
+  // The stream delivers every row again (the copy's position is 0): none is cut, the position moves on.
+  await follower.catchUp(last);
+  assert.equal(follower.position, last);
+  follower.close();
+  const copy = new ShardStore(path.join(dir, shardFile(shard)), { readonly: true });
+  assert.equal(copy.archivedRecords(), 25);
+  assert.equal(copy.walFirstLsn(), 26);
+  assert.equal(copy.lsnNext, 31);
+  assert.deepEqual(logOf(copy), rows.slice(25).map((r, i) => `${r.lsnFirst}:0:${r.batch}:${JSON.stringify([{ t: 'r', i: 25 + i }])}:true`));
+  assert.equal(copy.snapshotsOf(0).length, 2, 'no image was cut');
+  copy.close();
 });
