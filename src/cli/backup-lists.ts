@@ -62,9 +62,6 @@ export function entryRowChecksum(row: EntryBackupRow): number {
  * from its log record now. Returns the rows copied.
  */
 export function copyListRows(backup: Database.Database, store: ShardStore, shard: number, lsn: number, held: DerivedBatch): { events: number; entries: number } {
-  const lists = store.lists;
-  // A file from before lists has neither table (opened read-only, nothing created it).
-  if (lists === null) return { events: 0, entries: 0 };
   const putEvent = backup.prepare('INSERT OR REPLACE INTO list_events (shard, owner, id, customer_id, type, body, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   const putEntry = backup.prepare('INSERT OR REPLACE INTO ledger_entries (shard, wallet_id, seq, txn_id, amount_minor, balance_after_minor, at_ms, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const addEvent = (row: Pick<ListChange, 'owner' | 'id' | 'customerId' | 'status' | 'body' | 'lsn' | 'inLog'>): void => {
@@ -77,8 +74,9 @@ export function copyListRows(backup: Database.Database, store: ShardStore, shard
     putEntry.run(out.shard, out.wallet_id, out.seq, out.txn_id, out.amount_minor, out.balance_after_minor, out.at_ms, out.lsn, entryRowChecksum(out));
   };
   backup.transaction(() => {
-    for (const row of lists.eventRows(lsn)) addEvent(row);
-    for (const entry of lists.entryRows(lsn)) addEntry(entry);
+    // A file from before lists opened read-only has neither table (nothing created them): only held rows.
+    for (const row of store.lists?.eventRows(lsn) ?? []) addEvent(row);
+    for (const entry of store.lists?.entryRows(lsn) ?? []) addEntry(entry);
     for (const row of held.list ?? []) {
       assert(row.lsn <= lsn, `backup: a held list row of LSN ${row.lsn} is past the shard's LSN ${lsn}`);
       if (row.kind === 'event') addEvent(row);

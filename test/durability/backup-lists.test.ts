@@ -113,6 +113,8 @@ async function assertRestoredAnswers(dataDir: string, accounts: readonly Account
       await server.stop();
     }
   }
+  const verify = kobo(dataDir, 'verify');
+  assert.equal(verify.status, 0, verify.stdout + verify.stderr);
 }
 
 let server: TestServer;
@@ -176,13 +178,15 @@ describe('events and wallet statements in a backup', () => {
     await assertRestoredAnswers(restoreInto(offlineFile, 'lists-offline'), accounts, offlineAnswers);
   });
 
-  it('restore: an event or ledger entry row altered in the backup → refused by its checksum, the data dir unchanged', { timeout: 60_000 }, () => {
+  it('restore: an event or ledger entry row altered in the backup → refused by its checksum; one deleted → refused by the manifest; the data dir unchanged', { timeout: 60_000 }, () => {
     const dataDir = restoreInto(onlineFile, 'lists-damaged');
     const fingerprint = (): string => fs.readdirSync(dataDir).sort().map((f) => `${f}:${fs.statSync(path.join(dataDir, f)).size}:${fs.statSync(path.join(dataDir, f)).mtimeMs}`).join('|');
     const edits: Array<[string, string, RegExp]> = [
       ['event', "UPDATE list_events SET body = replace(body, '\"amount_minor\":', '\"amount_minor\":9') WHERE id = (SELECT max(id) FROM list_events)", /the event \S+ \(LSN \d+, shard \d\) fails its checksum/],
       ['event-owner', "UPDATE list_events SET owner = (SELECT max(owner) FROM list_events) WHERE id = (SELECT min(id) FROM list_events WHERE owner <> (SELECT max(owner) FROM list_events))", /the event \S+ .* fails its checksum/],
       ['entry', 'UPDATE ledger_entries SET balance_after_minor = balance_after_minor + 100 WHERE (shard, wallet_id, seq) = (SELECT shard, wallet_id, seq FROM ledger_entries ORDER BY seq DESC LIMIT 1)', /the ledger entry le_\d+ of wallet \S+ \(LSN \d+, shard \d\) fails its checksum/],
+      ['event-gone', 'DELETE FROM list_events WHERE id = (SELECT min(id) FROM list_events)', /table list_events holds \d+ rows; its manifest lists \d+/],
+      ['entry-gone', 'DELETE FROM ledger_entries WHERE (shard, wallet_id, seq) = (SELECT shard, wallet_id, seq FROM ledger_entries ORDER BY seq LIMIT 1)', /table ledger_entries holds \d+ rows; its manifest lists \d+/],
     ];
     for (const [name, sql, why] of edits) {
       const file = path.join(path.dirname(onlineFile), `damaged-${name}.kobo`);
