@@ -1,7 +1,6 @@
-// `kobo snapshot`: a backup is one SQLite file holding every partition's image at its LSN (checksummed),
-// the finished entities, idempotency and expiry rows, events and wallet ledger entries up to that LSN
-// (each with its checksum), the layout, the API keys (hashed), the sandbox clocks, the webhook tables
-// and, written last, a manifest of it all.
+// `kobo snapshot`: one SQLite file with every partition's image at its LSN, the finished entities,
+// idempotency and expiry rows, events and wallet ledger entries up to that LSN (each row checksummed),
+// the layout, API keys (hashed), sandbox clocks, webhook tables and, written last, a manifest of it all.
 // Runs in the CLI. Online (a server holds the data dir) it only reads, at one cut across the shards;
 // offline it holds the data dir's lock for its whole run. Restore is in restore.ts.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
