@@ -99,7 +99,9 @@ function restoreInto(file: string, label: string): string {
   const dataDir = path.join(tempDataDir(label), 'data');
   const restored = kobo(dataDir, 'restore', file);
   assert.equal(restored.status, 0, restored.stderr + restored.stdout);
-  assert.match(restored.stderr, /shard 0: \d+ partitions, [1-9]\d* events, [1-9]\d* wallet ledger entries restored/);
+  const shards = [...restored.stderr.matchAll(/shard \d: \d+ partitions, (\d+) events, (\d+) wallet ledger entries restored/g)];
+  assert.equal(shards.length, 2, restored.stderr);
+  assert.ok(shards.reduce((n, m) => n + Number(m[1]), 0) > 0 && shards.reduce((n, m) => n + Number(m[2]), 0) > 0, restored.stderr);
   return dataDir;
 }
 
