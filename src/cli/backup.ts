@@ -1,6 +1,6 @@
-// `kobo snapshot`: a backup is one SQLite file holding every partition's image at its LSN (checksummed),
-// the finished entities, idempotency and expiry rows up to that LSN (each with its checksum), the layout,
-// the API keys (hashed), the sandbox clocks, the webhook tables and, written last, a manifest of it all.
+// `kobo snapshot`: one SQLite file with every partition's image at its LSN, the finished entities,
+// idempotency and expiry rows, events and wallet ledger entries up to that LSN (each row checksummed),
+// the layout, API keys (hashed), sandbox clocks, webhook tables and, written last, a manifest of it all.
 // Runs in the CLI. Online (a server holds the data dir) it only reads, at one cut across the shards;
 // offline it holds the data dir's lock for its whole run. Restore is in restore.ts.
 // Invariant: a restored data dir recovers to exactly the state the backup was taken from.
@@ -24,6 +24,7 @@ import { crc32 } from 'node:zlib';
 import { dueRowChecksum, idemRowChecksum, type IdemRowFields } from '../store/row-checks.ts';
 import { makeDir } from '../store/private-files.ts';
 import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
+import { copyListRows, LIST_BACKUP_SQL } from './backup-lists.ts';
 
 /** The tables of webhooks.db a backup carries (as `webhook_<name>`): all of them. */
 export const WEBHOOK_TABLES = ['subscriptions', 'events', 'deliveries', 'attempts', 'front_idempotency'] as const;
@@ -141,6 +142,7 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
   `);
   backup.exec(CONTROL_SCHEMA_SQL);
   backup.exec(TIER_TABLES_SQL);
+  backup.exec(LIST_BACKUP_SQL);
   const insert = backup.prepare('INSERT INTO partitions (partition, lsn, body, crc) VALUES (?, ?, ?, ?)');
   let count = 0;
   const lsnOf = new Map<number, number>();
@@ -167,6 +169,9 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
       // A backup restores without the log: rows that point into it take their bodies now.
       const resolved = resolveFromLog(backup, store);
       progress(`shard ${shard}: ${tiered.cold} finished entities, ${tiered.idem} idempotency records (${resolved} read from the log)`);
+      // Events and statement lines are derived rows no image holds, from records truncation may drop.
+      const listed = copyListRows(backup, store, shard, recovered.lastLsn, held);
+      progress(`shard ${shard}: ${listed.events} events, ${listed.entries} wallet ledger entries`);
     } finally {
       store.close();
     }

@@ -1,5 +1,5 @@
 // `kobo restore FILE`: replaces a data dir with a backup (backup.ts writes them). The whole backup is
-// checked first (sqlite's check, every row's checksum, the manifest: partitions, row counts, digest),
+// checked first (sqlite's check, every row's checksum, events' and ledger entries' too, the manifest),
 // the new dir is built beside the old one, and only then swapped in, under the data dir's lock. Runs in
 // the CLI. Invariant: no server runs on the dir from the first file moved to the last, and a dir left
 // half-swapped (a restore killed meanwhile) is refused by the server until a restore completes.
@@ -22,6 +22,7 @@ import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import { makeDir } from '../store/private-files.ts';
 import { TIER_COLUMNS, WEBHOOK_TABLES } from './backup.ts';
 import { BACKUP_FORMAT, LEGACY_BACKUP_FORMAT, manifestProblem } from './backup-manifest.ts';
+import { damagedListRows, restoreListRows } from './backup-lists.ts';
 
 export interface RestoreResult {
   dataDir: string;
@@ -69,6 +70,7 @@ function checkBackup(backup: Database.Database, backupFile: string, options: Res
   for (const row of damagedColdRows(backup)) throw new Error(`restore: finished entity ${row.id} (LSN ${row.lsn}) fails its checksum; the backup is damaged`);
   for (const row of damagedIdemRows(backup, 'idem')) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
   for (const row of damagedDueRows(backup)) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
+  for (const row of damagedListRows(backup)) throw new Error(`restore: the ${row} fails its checksum; the backup is damaged`);
   // Checksums name an altered row; only the manifest shows a row, a table or a partition gone.
   const incomplete = manifestProblem(backup, meta, { allowNoManifest: options.allowNoManifest === true });
   if (incomplete !== null) throw new Error(`restore: ${backupFile} is refused: ${incomplete}`);
@@ -115,8 +117,10 @@ function writeRestored(dir: string, backup: Database.Database, backupFile: strin
     store.setMeta('base_lsn', String(baseLsn));
     for (const row of mine) store.writeSnapshot({ partition: row.partition, lsn: row.lsn, takenAtMs: Date.now(), body: row.body, crc: row.crc });
     restoreTiers(store, backupFile, shard, checked);
+    // A backup from before events and entries travelled has neither table: the shard lists what follows.
+    const listed = restoreListRows(store, backup, shard);
     store.close();
-    progress(`shard ${shard}: ${mine.length} partitions restored (WAL continues after LSN ${baseLsn})`);
+    progress(`shard ${shard}: ${mine.length} partitions, ${listed.events} events, ${listed.entries} wallet ledger entries restored (WAL continues after LSN ${baseLsn})`);
   }
   const control = openDatabase(path.join(dir, 'control.db'));
   control.exec(CONTROL_SCHEMA_SQL);

@@ -1,8 +1,8 @@
 // Fills a shard file's list index once from what its partitions hold (customers and beneficiaries in
 // the heap, transactions, payments, transfers and orders hot or cold): a data dir written before lists
 // existed, or restored from a backup, lists its resources from the first start. Shard worker, at start.
-// Invariant: runs once per file (meta `list_index_v2`); events and wallet entries are not rebuilt (the
-// records they came from may be gone), only the rows later records derive.
+// Invariant: runs once per file (meta `list_index_v2`) and writes only resource rows: events and wallet
+// entries (not rebuildable: their records may be gone) stay as a restore wrote them (cli/backup-lists.ts).
 import type { ListChange, ListKind } from '../store/list-index.ts';
 import type { ShardStore } from '../store/shard-store.ts';
 import type { EntityKind } from '../store/tiers.ts';

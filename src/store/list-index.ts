@@ -209,6 +209,21 @@ export class ListIndex {
     return this.statements.get(sql).all(q.walletId, q.seqAbove, q.seqBelow, q.rows) as EntryChange[];
   }
 
+  /** Every event row of records up to `lsnMax`, named by its owner (a backup's copy: one walk of the table). */
+  *eventRows(lsnMax: number): IterableIterator<IndexedRow> {
+    const sql = 'SELECT w.owner, l.id, l.customer_id, l.status, l.body, l.lsn FROM lists l JOIN list_owners w ON w.n = l.o WHERE l.k = ? AND l.lsn <= ?';
+    for (const r of this.statements.get(sql).iterate(KIND_CODE.event, lsnMax) as IterableIterator<ListRowOut & { owner: string }>) {
+      yield { kind: 'event', id: r.id, owner: r.owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn };
+    }
+  }
+
+  /** Every ledger entry of records up to `lsnMax` (a backup's copy). */
+  entryRows(lsnMax: number): IterableIterator<EntryChange> {
+    const sql = `SELECT wallet_id AS walletId, seq, txn_id AS txnId, amount_minor AS amountMinor, balance_after_minor AS balanceAfterMinor, at_ms AS atMs, lsn
+      FROM ledger_entries WHERE lsn <= ?`;
+    return this.statements.get(sql).iterate(lsnMax) as IterableIterator<EntryChange>;
+  }
+
   /** Rows of records a torn tail lost (rare: a scan, like the other derived tables' cut). */
   cutFrom(lsn: number): void {
     this.statements.get('DELETE FROM lists WHERE lsn >= ?').run(lsn);

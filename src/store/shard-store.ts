@@ -185,7 +185,12 @@ export class ShardStore implements ColdReader {
   /** An indexed row with its body: an event stored empty takes it from its log record. */
   private resolved(row: IndexedRow): ListRow {
     const { lsn, ...rest } = row;
-    return row.kind === 'event' && row.body === EVENT_IN_LOG_BODY ? { ...rest, body: eventInLog(this.wal, row.id, lsn) } : rest;
+    return row.kind === 'event' && row.body === EVENT_IN_LOG_BODY ? { ...rest, body: this.eventInLog(row.id, lsn) } : rest;
+  }
+
+  /** Event `id` as the `outbox.added` of the log record at `lsn` holds it (a row stored empty; a backup copies it whole). */
+  eventInLog(id: string, lsn: number): string {
+    return eventInLog(this.wal, id, lsn);
   }
 
   /** A page of a wallet's ledger entries: the index's range merged with the waiting ones. */

@@ -21,3 +21,17 @@ it('rebuildListIndex: 12,000 cold payments and no index yet → every one indexe
   assert.equal(rebuildListIndex(store, new Map()), 0);
   store.close();
 });
+
+it('rebuildListIndex: a restored file holding events and ledger entries (whole bodies, no log) → they are kept as they were, the resources indexed beside them', () => {
+  const store = new ShardStore(path.join(tempDataDir('list-rebuild-kept'), 'shard-0.db'));
+  const event = { kind: 'event' as const, id: 'E000001', owner: 'test:acct', customerId: 'C1', status: 'payment.completed', body: '{"id":"E000001","event_type":"payment.completed"}', lsn: 7 };
+  const entry = { walletId: 'W1', seq: 7 * 4096, txnId: 'T1', amountMinor: 4_950, balanceAfterMinor: 4_950, atMs: 1_700_000_000_000, lsn: 7 };
+  store.db.transaction(() => store.lists!.apply([event], [entry]))();
+  store.cold.write([{ kind: 'payment', id: 'P000001', lsn: 7, partition: 0, body: JSON.stringify({ id: 'P000001', owner: 'test:acct', customerId: 'C1', status: 'completed' }) }]);
+  assert.equal(rebuildListIndex(store, new Map()), 1);
+  const page = { owner: 'test:acct', customerId: null, status: null, idAbove: '', idBelow: '~', order: 'desc' as const, rows: 10 };
+  assert.deepEqual(store.listPage({ ...page, kind: 'event' }), [{ kind: 'event', id: event.id, owner: event.owner, customerId: 'C1', status: 'payment.completed', body: event.body }]);
+  assert.deepEqual(store.listPage({ ...page, kind: 'payment' }).map((r) => r.id), ['P000001']);
+  assert.deepEqual(store.entriesPage({ walletId: 'W1', seqAbove: 0, seqBelow: Number.MAX_SAFE_INTEGER, order: 'desc', rows: 10 }), [{ ...entry }]);
+  store.close();
+});
