@@ -355,11 +355,15 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       // whose images are older than its records in the oldest segment is imaged again next round, so an
       // idle one never pins it.
       if (taken > 0) {
+        // Only rows every copy holds may leave: in cluster mode a row not yet acknowledged by the stream
+        // could still be refused and cut, and the cut reaches the live log only.
+        const acknowledgedLsn = store.lsnNext - 1;
+        await allDurable();
         const { blockers } = await truncateCovered(store, data.walRetainRecords, async () => {
           crashAt('log.truncated');
           gate.committedOne();
           await new Promise((resolve) => setImmediate(resolve));
-        });
+        }, acknowledgedLsn);
         for (const partition of blockers) dirty.add(partition);
         await allDurable();
       }

@@ -282,9 +282,10 @@ export class ShardStore implements ColdReader {
    * (so a damaged newest image can still fall back), and it holds none of the newest `retainRecords`.
    * One sqlite transaction per call (a kill -9 leaves the segment live or archived); the shard calls it
    * once per event-loop turn until it drops nothing. `blockers`: partitions that need another image first.
+   * `lsnMax`: no record above it leaves (the owner passes what every copy of the log has acknowledged).
    */
-  truncateWal(retainRecords: number): { dropped: number; blockers: number[] } {
-    const ceiling = this.nextLsn - 1 - retainRecords;
+  truncateWal(retainRecords: number, lsnMax = Number.POSITIVE_INFINITY): { dropped: number; blockers: number[] } {
+    const ceiling = Math.min(this.nextLsn - 1 - retainRecords, lsnMax);
     if (ceiling <= 0) return { dropped: 0, blockers: [] };
     const images = new Map(
       (this.stmt('SELECT partition, min(lsn) AS lsn, count(*) AS n FROM snapshots GROUP BY partition').all() as Array<{ partition: number; lsn: number; n: number }>).map((r) => [r.partition, { count: r.n, minLsn: r.lsn }]),

@@ -13,11 +13,15 @@ export interface Truncated {
   blockers: Set<number>;
 }
 
-/** Archives every segment the kept images cover beyond the newest `retainRecords`; `between` runs after each. */
-export async function truncateCovered(store: ShardStore, retainRecords: number, between: () => Promise<void> = async () => {}): Promise<Truncated> {
+/**
+ * Archives every segment the kept images cover beyond the newest `retainRecords` and at or below
+ * `lsnMax` (what every copy of the log holds: an archived row is never cut as a diverged tail, so a row
+ * the cluster's stream may still refuse must stay live); `between` runs after each.
+ */
+export async function truncateCovered(store: ShardStore, retainRecords: number, between: () => Promise<void> = async () => {}, lsnMax = Number.POSITIVE_INFINITY): Promise<Truncated> {
   const done: Truncated = { records: 0, segments: 0, blockers: new Set() };
   for (;;) {
-    const { dropped, blockers } = store.truncateWal(retainRecords);
+    const { dropped, blockers } = store.truncateWal(retainRecords, lsnMax);
     for (const partition of blockers) done.blockers.add(partition);
     if (dropped === 0) return done;
     done.records += dropped;

@@ -148,7 +148,8 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     assert.deepEqual(store.truncateWal(0), { dropped: 0, blockers: [PARTITION + 1] }, 'the other partition still has one image');
     store.writeSnapshot(snapshotRow({ partition: PARTITION + 1, lsn: 2.1 * WAL_SEGMENT_RECORDS, takenAtMs: 2, body: image }));
     assert.deepEqual(store.truncateWal(2 * WAL_SEGMENT_RECORDS), { dropped: 0, blockers: [] }, 'the retained tail reaches into the oldest segment');
-    assert.deepEqual(store.truncateWal(500), { dropped: WAL_SEGMENT_RECORDS, blockers: [] }, 'the oldest segment goes whole');
+    assert.deepEqual(store.truncateWal(500, WAL_SEGMENT_RECORDS - 1), { dropped: 0, blockers: [] }, 'a segment with a record above lsnMax (not acknowledged by every copy) stays');
+    assert.deepEqual(store.truncateWal(500, WAL_SEGMENT_RECORDS), { dropped: WAL_SEGMENT_RECORDS, blockers: [] }, 'the oldest segment goes whole');
     assert.deepEqual(store.truncateWal(500), { dropped: 0, blockers: [PARTITION, PARTITION + 1] }, 'the next one holds records past the older images');
     assert.equal(store.walFirstLsn(), WAL_SEGMENT_RECORDS + 1);
     assert.equal(store.walCount(), records - WAL_SEGMENT_RECORDS);
