@@ -6,6 +6,10 @@
 import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { Statements } from './statements.ts';
+import { addChecksums, DamagedRowError, ENTRY_CHECKED_COLUMNS, entryRowChecksum, hasChecksumColumn, type EntryRowFields } from './row-checks.ts';
+
+/** A `ledger_entries` row as read back (no `crc` from a file written before entries had one). */
+type StoredEntry = EntryRowFields & { crc?: number | null };
 
 // Compact on purpose: every row is written once per listable resource (two for a payment: the payment
 // and its transaction) and sits in three b-trees, so each byte of its key is paid three times on disk and
@@ -26,7 +30,7 @@ export const LIST_SQL = `
   CREATE INDEX IF NOT EXISTS lists_customer_status ON lists (o, k, customer_id, status, id);
   CREATE TABLE IF NOT EXISTS ledger_entries (
     wallet_id TEXT NOT NULL, seq INTEGER NOT NULL, txn_id TEXT NOT NULL, amount_minor INTEGER NOT NULL,
-    balance_after_minor INTEGER NOT NULL, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL,
+    balance_after_minor INTEGER NOT NULL, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL, crc INTEGER,
     PRIMARY KEY (wallet_id, seq)) WITHOUT ROWID;`;
 
 export type ListKind = 'customer' | 'transaction' | 'payment' | 'transfer' | 'order' | 'beneficiary' | 'event';
@@ -120,8 +124,20 @@ export class ListIndex {
   private readonly statements: Statements;
   private readonly owners = new Map<string, number>();
 
+  /**
+   * Entries carry a checksum (entryRowChecksum), checked at every read; false only for a read-only open
+   * of a file written before they had one (a writable open gives old rows theirs: ListIndex.migrate).
+   */
+  private readonly entriesChecked: boolean;
+
   constructor(db: Database.Database) {
     this.statements = new Statements(db);
+    this.entriesChecked = hasChecksumColumn(db, 'ledger_entries');
+  }
+
+  /** Entries written before checksums get theirs once, at a writable open. */
+  static migrate(db: Database.Database): void {
+    addChecksums(db, 'ledger_entries', ENTRY_CHECKED_COLUMNS, entryRowChecksum);
   }
 
   /** The owner's number, made on first use when `create` (inside the caller's write transaction). */
@@ -143,8 +159,11 @@ export class ListIndex {
       for (const r of list) put.run(this.ownerNumber(r.owner, true)!, KIND_CODE[r.kind], r.id, r.customerId, r.status, r.inLog === true ? EVENT_IN_LOG_BODY : r.body, r.lsn);
     }
     if (entries.length > 0) {
-      const put = this.statements.get('INSERT OR REPLACE INTO ledger_entries (wallet_id, seq, txn_id, amount_minor, balance_after_minor, at_ms, lsn) VALUES (?, ?, ?, ?, ?, ?, ?)');
-      for (const e of entries) put.run(e.walletId, e.seq, e.txnId, e.amountMinor, e.balanceAfterMinor, e.atMs, e.lsn);
+      const put = this.statements.get('INSERT OR REPLACE INTO ledger_entries (wallet_id, seq, txn_id, amount_minor, balance_after_minor, at_ms, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+      for (const e of entries) {
+        const crc = entryRowChecksum({ wallet_id: e.walletId, seq: e.seq, txn_id: e.txnId, amount_minor: e.amountMinor, balance_after_minor: e.balanceAfterMinor, at_ms: e.atMs, lsn: e.lsn });
+        put.run(e.walletId, e.seq, e.txnId, e.amountMinor, e.balanceAfterMinor, e.atMs, e.lsn, crc);
+      }
     }
   }
 
@@ -204,9 +223,17 @@ export class ListIndex {
   }
 
   entries(q: EntryQuery): EntryChange[] {
-    const sql = `SELECT wallet_id AS walletId, seq, txn_id AS txnId, amount_minor AS amountMinor, balance_after_minor AS balanceAfterMinor, at_ms AS atMs, lsn
+    const sql = `SELECT ${ENTRY_CHECKED_COLUMNS.join(', ')}${this.entriesChecked ? ', crc' : ''}
       FROM ledger_entries WHERE wallet_id = ? AND seq > ? AND seq < ? ORDER BY seq ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
-    return this.statements.get(sql).all(q.walletId, q.seqAbove, q.seqBelow, q.rows) as EntryChange[];
+    return (this.statements.get(sql).all(q.walletId, q.seqAbove, q.seqBelow, q.rows) as StoredEntry[]).map((row) => this.checkedEntry(row));
+  }
+
+  /** A stored entry, its checksum checked: a damaged one is never shown (DamagedRowError). */
+  private checkedEntry(row: StoredEntry): EntryChange {
+    if (this.entriesChecked && entryRowChecksum(row) !== row.crc) {
+      throw new DamagedRowError('ledger_entries', `entry ${row.seq} of wallet ${row.wallet_id} (LSN ${row.lsn})`);
+    }
+    return { walletId: row.wallet_id, seq: row.seq, txnId: row.txn_id, amountMinor: row.amount_minor, balanceAfterMinor: row.balance_after_minor, atMs: row.at_ms, lsn: row.lsn };
   }
 
   /** Every event row of records up to `lsnMax`, named by its owner (a backup's copy: one walk of the table). */
@@ -217,11 +244,10 @@ export class ListIndex {
     }
   }
 
-  /** Every ledger entry of records up to `lsnMax` (a backup's copy). */
-  entryRows(lsnMax: number): IterableIterator<EntryChange> {
-    const sql = `SELECT wallet_id AS walletId, seq, txn_id AS txnId, amount_minor AS amountMinor, balance_after_minor AS balanceAfterMinor, at_ms AS atMs, lsn
-      FROM ledger_entries WHERE lsn <= ?`;
-    return this.statements.get(sql).iterate(lsnMax) as IterableIterator<EntryChange>;
+  /** Every ledger entry of records up to `lsnMax` (a backup's copy: a damaged one stops it, never copied). */
+  *entryRows(lsnMax: number): IterableIterator<EntryChange> {
+    const sql = `SELECT ${ENTRY_CHECKED_COLUMNS.join(', ')}${this.entriesChecked ? ', crc' : ''} FROM ledger_entries WHERE lsn <= ?`;
+    for (const row of this.statements.get(sql).iterate(lsnMax) as IterableIterator<StoredEntry>) yield this.checkedEntry(row);
   }
 
   /** Rows of records a torn tail lost (rare: a scan, like the other derived tables' cut). */

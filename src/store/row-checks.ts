@@ -1,4 +1,5 @@
-// Checksums of a shard file's derived rows (finished entities, idempotency records, expiry rows) and what
+// Checksums of a shard file's derived rows (finished entities, idempotency records, expiry rows, wallet
+// ledger entries) and what
 // a damaged one raises when it is read. Store layer: any thread that opens a shard file.
 // Invariant: a row is checked each time it is read to answer or decide something; a damaged row is never
 // served or acted on, and each one is reported at level fatal.
@@ -8,7 +9,7 @@ import { crc32 } from 'node:zlib';
 /** A derived row whose content no longer matches its checksum (disk damage, or an edit by hand). */
 export class DamagedRowError extends Error {
   constructor(
-    readonly table: 'cold' | 'idem_log' | 'due' | 'front_idempotency' | 'log' | 'lists',
+    readonly table: 'cold' | 'idem_log' | 'due' | 'front_idempotency' | 'log' | 'lists' | 'ledger_entries',
     /** The row in an operator's terms: its key and the LSN of the record that wrote it. */
     readonly row: string,
   ) {
@@ -52,6 +53,25 @@ export function dueRowChecksum(row: DueRowFields): number {
   return crc32(`${row.lsn}:${row.partition}:${row.expires_at_ms}:${row.owner}\n${row.id}`);
 }
 
+/** A wallet's ledger entry (a statement line) as `ledger_entries` keeps it. */
+export interface EntryRowFields {
+  wallet_id: string;
+  seq: number;
+  txn_id: string;
+  amount_minor: number;
+  balance_after_minor: number;
+  at_ms: number;
+  lsn: number;
+}
+
+/** Every column: an altered amount or balance would show a statement line the ledger never posted. */
+export function entryRowChecksum(row: EntryRowFields): number {
+  return crc32(`${row.seq}:${row.lsn}:${row.amount_minor}:${row.balance_after_minor}:${row.at_ms}:${row.wallet_id}\n${row.txn_id}`);
+}
+
+/** The columns entryRowChecksum covers, in the order addChecksums passes them. */
+export const ENTRY_CHECKED_COLUMNS = ['wallet_id', 'seq', 'txn_id', 'amount_minor', 'balance_after_minor', 'at_ms', 'lsn'] as const;
+
 /** A front-end idempotency record (webhooks.db): the key's first reply to a POST the front end answers. */
 export interface FrontIdemRowFields {
   scope: string;
@@ -77,7 +97,7 @@ export function hasChecksumColumn(db: Database.Database, table: string): boolean
  * Gives a table written before its rows had checksums a `crc` column, filled once from the rows as they
  * are (one transaction: a kill -9 leaves the column absent or every row summed). Run at a writable open.
  */
-export function addChecksums(db: Database.Database, table: 'idem_log' | 'due' | 'front_idempotency', columns: readonly string[], checksum: (row: never) => number): void {
+export function addChecksums(db: Database.Database, table: 'idem_log' | 'due' | 'front_idempotency' | 'ledger_entries', columns: readonly string[], checksum: (row: never) => number): void {
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) return;
   if (hasChecksumColumn(db, table)) return;
   db.function('kobo_row_crc', { deterministic: true, varargs: true }, (...values: unknown[]) => {
@@ -125,6 +145,13 @@ export function* damagedDueRows(db: Database.Database): IterableIterator<string>
   if (!tableExists(db, 'due') || !hasChecksumColumn(db, 'due')) return;
   const rows = db.prepare('SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due').iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
   for (const row of rows) if (dueRowChecksum(row) !== row.crc) yield `expiry row of ${row.id} (LSN ${row.lsn}, partition ${row.partition})`;
+}
+
+/** Wallet ledger entries that fail their checksum, each named for an operator. */
+export function* damagedEntryRows(db: Database.Database): IterableIterator<string> {
+  if (!tableExists(db, 'ledger_entries') || !hasChecksumColumn(db, 'ledger_entries')) return;
+  const rows = db.prepare(`SELECT ${ENTRY_CHECKED_COLUMNS.join(', ')}, crc FROM ledger_entries`).iterate() as IterableIterator<EntryRowFields & { crc: number | null }>;
+  for (const row of rows) if (entryRowChecksum(row) !== row.crc) yield `ledger entry ${row.seq} of wallet ${row.wallet_id} (LSN ${row.lsn})`;
 }
 
 /** Front-end idempotency rows (webhooks.db) that fail their checksum. */

@@ -92,6 +92,7 @@ export class ShardStore implements ColdReader {
       this.migrateIdem();
       DueLog.migrate(this.db);
       ColdTable.migrate(this.db);
+      ListIndex.migrate(this.db);
       this.db.exec(COLD_SQL);
     }
     if (options.readonly === true) {
