@@ -10,7 +10,7 @@ import path from 'node:path';
 import { addTotals, ledgerViolations, type CurrencyTotals } from '../ledger/ledger.ts';
 import { openDatabase, ShardStore, snapshotChecksum } from '../store/shard-store.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
-import { damagedDueRows, damagedEntryRows, damagedFrontIdemRows, damagedIdemRows } from '../store/row-checks.ts';
+import { damagedDueRows, damagedEntryRows, damagedFrontIdemRows, damagedIdemRows, damagedListRows } from '../store/row-checks.ts';
 import { recoverShard } from '../shard/recovery.ts';
 import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
@@ -48,6 +48,7 @@ function checkChecksums(store: ShardStore, shard: number, violations: string[], 
   for (const row of damagedIdemRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
   for (const row of damagedDueRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
   for (const row of damagedEntryRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
+  for (const row of damagedListRows(store.db)) violations.push(`shard ${shard}: the ${row} fails its checksum`);
   let snapshots = 0;
   const rows = store.db.prepare('SELECT partition, lsn, body, crc FROM snapshots').iterate() as IterableIterator<{ partition: number; lsn: number; body: Buffer; crc: number }>;
   for (const row of rows) {

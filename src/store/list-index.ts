@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { Statements } from './statements.ts';
-import { addChecksums, DamagedRowError, ENTRY_CHECKED_COLUMNS, entryRowChecksum, hasChecksumColumn, type EntryRowFields } from './row-checks.ts';
+import { addChecksums, DamagedRowError, ENTRY_CHECKED_COLUMNS, entryRowChecksum, hasChecksumColumn, LIST_CHECKED_COLUMNS, listRowChecksum, type EntryRowFields, type ListRowFields } from './row-checks.ts';
 
 /** A `ledger_entries` row as read back (no `crc` from a file written before entries had one). */
 type StoredEntry = EntryRowFields & { crc?: number | null };
@@ -24,7 +24,7 @@ export const LIST_SQL = `
   CREATE TABLE IF NOT EXISTS list_owners (n INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE);
   CREATE TABLE IF NOT EXISTS lists (
     o INTEGER NOT NULL, k INTEGER NOT NULL, id TEXT NOT NULL, customer_id TEXT, status TEXT, body TEXT,
-    lsn INTEGER NOT NULL, PRIMARY KEY (o, k, id)) WITHOUT ROWID;
+    lsn INTEGER NOT NULL, crc INTEGER, PRIMARY KEY (o, k, id)) WITHOUT ROWID;
   DROP INDEX IF EXISTS lists_customer;
   CREATE INDEX IF NOT EXISTS lists_status ON lists (o, k, status, id);
   CREATE INDEX IF NOT EXISTS lists_customer_status ON lists (o, k, customer_id, status, id);
@@ -112,13 +112,8 @@ export interface EntryQuery {
   rows: number;
 }
 
-interface ListRowOut {
-  id: string;
-  customer_id: string | null;
-  status: string | null;
-  body: string | null;
-  lsn: number;
-}
+/** A `lists` row as read back (no `crc` from a file written before rows had one). */
+type ListRowOut = ListRowFields & { crc?: number | null };
 
 export class ListIndex {
   private readonly statements: Statements;
@@ -129,14 +124,20 @@ export class ListIndex {
    * of a file written before they had one (a writable open gives old rows theirs: ListIndex.migrate).
    */
   private readonly entriesChecked: boolean;
+  /** The same for list rows (listRowChecksum); the columns every read selects. */
+  private readonly rowsChecked: boolean;
+  private readonly rowColumns: string;
 
   constructor(db: Database.Database) {
     this.statements = new Statements(db);
     this.entriesChecked = hasChecksumColumn(db, 'ledger_entries');
+    this.rowsChecked = hasChecksumColumn(db, 'lists');
+    this.rowColumns = `${LIST_CHECKED_COLUMNS.join(', ')}${this.rowsChecked ? ', crc' : ''}`;
   }
 
-  /** Entries written before checksums get theirs once, at a writable open. */
+  /** Rows and entries written before checksums get theirs once, at a writable open. */
   static migrate(db: Database.Database): void {
+    addChecksums(db, 'lists', LIST_CHECKED_COLUMNS, listRowChecksum);
     addChecksums(db, 'ledger_entries', ENTRY_CHECKED_COLUMNS, entryRowChecksum);
   }
 
@@ -155,8 +156,11 @@ export class ListIndex {
 
   apply(list: readonly ListChange[], entries: readonly EntryChange[]): void {
     if (list.length > 0) {
-      const put = this.statements.get('INSERT OR REPLACE INTO lists (o, k, id, customer_id, status, body, lsn) VALUES (?, ?, ?, ?, ?, ?, ?)');
-      for (const r of list) put.run(this.ownerNumber(r.owner, true)!, KIND_CODE[r.kind], r.id, r.customerId, r.status, r.inLog === true ? EVENT_IN_LOG_BODY : r.body, r.lsn);
+      const put = this.statements.get('INSERT OR REPLACE INTO lists (o, k, id, customer_id, status, body, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+      for (const r of list) {
+        const row: ListRowFields = { o: this.ownerNumber(r.owner, true)!, k: KIND_CODE[r.kind], id: r.id, customer_id: r.customerId, status: r.status, body: r.inLog === true ? EVENT_IN_LOG_BODY : r.body, lsn: r.lsn };
+        put.run(row.o, row.k, row.id, row.customer_id, row.status, row.body, row.lsn, listRowChecksum(row));
+      }
     }
     if (entries.length > 0) {
       const put = this.statements.get('INSERT OR REPLACE INTO ledger_entries (wallet_id, seq, txn_id, amount_minor, balance_after_minor, at_ms, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
@@ -181,7 +185,7 @@ export class ListIndex {
     // Named, not left to the planner: without statistics it walks the primary key and filters (the
     // index is not covering once the body is read), which is a scan of every row of the owner and kind.
     const index = q.customerId !== null ? 'lists_customer_status' : q.status !== null ? 'lists_status' : null;
-    const sql = `SELECT id, customer_id, status, body, lsn FROM lists${index === null ? '' : ` INDEXED BY ${index}`} WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
+    const sql = `SELECT ${this.rowColumns} FROM lists${index === null ? '' : ` INDEXED BY ${index}`} WHERE ${where.join(' AND ')} ORDER BY id ${q.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`;
     return this.rowsOf(q, this.statements.get(sql).all(...args) as ListRowOut[]);
   }
 
@@ -195,8 +199,8 @@ export class ListIndex {
     const k = KIND_CODE[q.kind];
     const dir = q.order === 'desc' ? 'DESC' : 'ASC';
     const nextStatus = this.statements.get('SELECT status FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status > ? ORDER BY status LIMIT 1').pluck();
-    const ofNull = this.statements.get(`SELECT id, customer_id, status, body, lsn FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
-    const ofStatus = this.statements.get(`SELECT id, customer_id, status, body, lsn FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const ofNull = this.statements.get(`SELECT ${this.rowColumns} FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const ofStatus = this.statements.get(`SELECT ${this.rowColumns} FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
     const rows = ofNull.all(o, k, customerId, q.idAbove, q.idBelow, q.rows) as ListRowOut[];
     let statuses = 0;
     for (let status = nextStatus.get(o, k, customerId, '') as string | undefined; status !== undefined; status = nextStatus.get(o, k, customerId, status) as string | undefined) {
@@ -211,15 +215,21 @@ export class ListIndex {
   }
 
   private rowsOf(q: ListQuery, rows: readonly ListRowOut[]): IndexedRow[] {
-    return rows.map((r) => ({ kind: q.kind, id: r.id, owner: q.owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn }));
+    return rows.map((r) => this.checkedRow(q.kind, q.owner, r));
+  }
+
+  /** A stored row, its checksum checked: a damaged one is never listed (DamagedRowError). */
+  private checkedRow(kind: ListKind, owner: string, r: ListRowOut): IndexedRow {
+    if (this.rowsChecked && listRowChecksum(r) !== r.crc) throw new DamagedRowError('lists', `${kind} ${r.id} (LSN ${r.lsn})`);
+    return { kind, id: r.id, owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn };
   }
 
   /** One row by its key (an event by id). */
   row(owner: string, kind: ListKind, id: string): IndexedRow | undefined {
     const o = this.ownerNumber(owner, false);
     if (o === undefined) return undefined;
-    const r = this.statements.get('SELECT id, customer_id, status, body, lsn FROM lists WHERE o = ? AND k = ? AND id = ?').get(o, KIND_CODE[kind], id) as ListRowOut | undefined;
-    return r === undefined ? undefined : { kind, id: r.id, owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn };
+    const r = this.statements.get(`SELECT ${this.rowColumns} FROM lists WHERE o = ? AND k = ? AND id = ?`).get(o, KIND_CODE[kind], id) as ListRowOut | undefined;
+    return r === undefined ? undefined : this.checkedRow(kind, owner, r);
   }
 
   entries(q: EntryQuery): EntryChange[] {
@@ -238,9 +248,9 @@ export class ListIndex {
 
   /** Every event row of records up to `lsnMax`, named by its owner (a backup's copy: one walk of the table). */
   *eventRows(lsnMax: number): IterableIterator<IndexedRow> {
-    const sql = 'SELECT w.owner, l.id, l.customer_id, l.status, l.body, l.lsn FROM lists l JOIN list_owners w ON w.n = l.o WHERE l.k = ? AND l.lsn <= ?';
+    const sql = `SELECT w.owner, ${this.rowColumns.split(', ').map((c) => `l.${c}`).join(', ')} FROM lists l JOIN list_owners w ON w.n = l.o WHERE l.k = ? AND l.lsn <= ?`;
     for (const r of this.statements.get(sql).iterate(KIND_CODE.event, lsnMax) as IterableIterator<ListRowOut & { owner: string }>) {
-      yield { kind: 'event', id: r.id, owner: r.owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn };
+      yield this.checkedRow('event', r.owner, r);
     }
   }
 

@@ -1,5 +1,5 @@
-// Checksums of a shard file's derived rows (finished entities, idempotency records, expiry rows, wallet
-// ledger entries) and what
+// Checksums of a shard file's derived rows (finished entities, idempotency records, expiry rows, list
+// rows, wallet ledger entries) and what
 // a damaged one raises when it is read. Store layer: any thread that opens a shard file.
 // Invariant: a row is checked each time it is read to answer or decide something; a damaged row is never
 // served or acted on, and each one is reported at level fatal.
@@ -72,6 +72,36 @@ export function entryRowChecksum(row: EntryRowFields): number {
 /** The columns entryRowChecksum covers, in the order addChecksums passes them. */
 export const ENTRY_CHECKED_COLUMNS = ['wallet_id', 'seq', 'txn_id', 'amount_minor', 'balance_after_minor', 'at_ms', 'lsn'] as const;
 
+/** A list index row as `lists` keeps it (`o`: the file's number of the owner; `k`: the kind's code). */
+export interface ListRowFields {
+  o: number;
+  k: number;
+  id: string;
+  customer_id: string | null;
+  status: string | null;
+  body: string | null;
+  lsn: number;
+}
+
+const field = (value: string | null): string => (value === null ? '~' : `${value.length}:${value}`);
+
+/**
+ * Every column: an altered owner number would show the row in another account's list (an event's body
+ * is rebuilt from its log record and shown to whoever lists it), an altered body another event.
+ */
+export function listRowChecksum(row: ListRowFields): number {
+  return crc32(row.body ?? '', crc32(`${row.o}:${row.k}:${row.lsn}:${row.body === null ? '~' : row.body.length}:${row.id}\n${field(row.customer_id)}\n${field(row.status)}\n`));
+}
+
+export const LIST_CHECKED_COLUMNS = ['o', 'k', 'id', 'customer_id', 'status', 'body', 'lsn'] as const;
+
+/** List rows that fail their checksum, each named for an operator. */
+export function* damagedListRows(db: Database.Database): IterableIterator<string> {
+  if (!tableExists(db, 'lists') || !hasChecksumColumn(db, 'lists')) return;
+  const rows = db.prepare(`SELECT ${LIST_CHECKED_COLUMNS.join(', ')}, crc FROM lists`).iterate() as IterableIterator<ListRowFields & { crc: number | null }>;
+  for (const row of rows) if (listRowChecksum(row) !== row.crc) yield `list row ${row.id} (kind ${row.k}, LSN ${row.lsn})`;
+}
+
 /** A front-end idempotency record (webhooks.db): the key's first reply to a POST the front end answers. */
 export interface FrontIdemRowFields {
   scope: string;
@@ -97,7 +127,7 @@ export function hasChecksumColumn(db: Database.Database, table: string): boolean
  * Gives a table written before its rows had checksums a `crc` column, filled once from the rows as they
  * are (one transaction: a kill -9 leaves the column absent or every row summed). Run at a writable open.
  */
-export function addChecksums(db: Database.Database, table: 'idem_log' | 'due' | 'front_idempotency' | 'ledger_entries', columns: readonly string[], checksum: (row: never) => number): void {
+export function addChecksums(db: Database.Database, table: 'idem_log' | 'due' | 'front_idempotency' | 'ledger_entries' | 'lists', columns: readonly string[], checksum: (row: never) => number): void {
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) return;
   if (hasChecksumColumn(db, table)) return;
   db.function('kobo_row_crc', { deterministic: true, varargs: true }, (...values: unknown[]) => {

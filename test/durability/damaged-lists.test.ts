@@ -1,7 +1,7 @@
-// A wallet's statement line altered on disk (sqlite3 on the shard file) is never shown: the statement
-// answers 500 DATA_DAMAGED in the error envelope, the row is logged at fatal, verify names it, a backup
-// refuses to copy it, and other wallets' statements are served. Entries written before they carried a
-// checksum get one at the next writable open. Real SQLite files, real processes.
+// A wallet's statement line or a list row altered on disk (sqlite3 on the shard file) is never shown: the
+// page answers 500 DATA_DAMAGED in the error envelope, the row is logged at fatal, verify names it, a backup
+// refuses to copy it, and what is sound is served. Rows written before they carried a checksum get one at
+// the next writable open. Real SQLite files, real processes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -10,10 +10,11 @@ import Database from 'better-sqlite3';
 import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 import { ShardStore } from '../../src/store/shard-store.ts';
-import { entryRowChecksum, type EntryRowFields } from '../../src/store/row-checks.ts';
+import { entryRowChecksum, listRowChecksum, type EntryRowFields } from '../../src/store/row-checks.ts';
 
 const key = secretKey();
-const keys = [`${key}@entries`];
+const otherKey = secretKey();
+const keys = [`${key}@entries`, `${otherKey}@neighbour`];
 
 function sqlite3(file: string, sql: string): void {
   const run = spawnSync('sqlite3', [file, sql], { encoding: 'utf8' });
@@ -86,5 +87,51 @@ test('entries written before they had a checksum → a writable open gives each 
   store.close();
   store = new ShardStore(file, { readonly: true });
   assert.throws(() => store.entriesPage({ walletId: 'wal_a', seqAbove: 0, seqBelow: Number.MAX_SAFE_INTEGER, rows: 10, order: 'asc' }), /fails its checksum/);
+  store.close();
+});
+
+test('an event row moved to another account on disk (its owner number altered) → that account\'s event list answers 500 DATA_DAMAGED, never the event; verify names the row', { timeout: 90_000 }, async () => {
+  let server = await startServer({ keys, shards: 1 });
+  const api = client(server.baseUrl, key);
+  const other = client(server.baseUrl, otherKey);
+  await creditedWallet(api, 310_000);
+  const events = await api('GET', '/v1/events?limit=100');
+  assert.equal(events.status, 200);
+  const event = events.body.data.find((e: { event_type: string }) => e.event_type === 'payment.completed');
+  assert.ok(event !== undefined, JSON.stringify(events.body));
+  await creditedWallet(other, 120_000); // the neighbour account gets its own owner number in the file
+  const neighbourBefore = await other('GET', '/v1/events?limit=100');
+  assert.equal(neighbourBefore.status, 200);
+  assert.ok(!JSON.stringify(neighbourBefore.body).includes(event.id));
+  await server.stop();
+
+  const file = path.join(server.dataDir, 'shard-0.db');
+  sqlite3(file, `UPDATE lists SET o = (SELECT n FROM list_owners WHERE owner LIKE '%neighbour%') WHERE id = '${event.id}'`);
+  server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
+  try {
+    const read = await client(server.baseUrl, otherKey)('GET', '/v1/events?limit=100');
+    assert.equal(read.status, 500);
+    assert.equal(read.body.error.code, 'DATA_DAMAGED');
+    assert.ok(!JSON.stringify(read.body).includes(event.id), 'the moved event is never shown to the other account');
+  } finally {
+    await server.stop();
+  }
+  const verify = kobo(server.dataDir, 'verify');
+  assert.notEqual(verify.status, 0);
+  assert.match(verify.stdout + verify.stderr, new RegExp(`list row ${event.id} \\(kind 7, LSN \\d+\\) fails its checksum`));
+});
+
+test('list rows written before they had a checksum → a writable open gives each its own', () => {
+  const file = path.join(tempDataDir('lists'), 'shard-0.db');
+  const old = new Database(file);
+  old.exec(`CREATE TABLE lists (o INTEGER NOT NULL, k INTEGER NOT NULL, id TEXT NOT NULL, customer_id TEXT, status TEXT, body TEXT,
+    lsn INTEGER NOT NULL, PRIMARY KEY (o, k, id)) WITHOUT ROWID`);
+  old.prepare('INSERT INTO lists VALUES (?, ?, ?, ?, ?, ?, ?)').run(1, 7, 'evt_1', 'cus_1', 'payment.completed', '', 12);
+  old.prepare('INSERT INTO lists VALUES (?, ?, ?, ?, ?, ?, ?)').run(1, 3, 'pay_1', null, null, null, 13);
+  old.close();
+  const store = new ShardStore(file);
+  const rows = store.db.prepare('SELECT o, k, id, customer_id, status, body, lsn, crc FROM lists ORDER BY id').all() as Array<Parameters<typeof listRowChecksum>[0] & { crc: number }>;
+  assert.equal(rows.length, 2);
+  for (const row of rows) assert.equal(row.crc, listRowChecksum(row));
   store.close();
 });
