@@ -10,6 +10,11 @@ export class EntityTable<T> {
   private readonly hot = new Map<string, T>();
   /** Ids changed by applyEvent since the shard last looked: the candidates to leave the heap. */
   readonly touched = new Set<string>();
+  /**
+   * Of those, the ids a creation event put here (`set`) and nothing changed since: the entity is, field
+   * for field, the one that event carries in the command's log record.
+   */
+  readonly created = new Set<string>();
 
   constructor(
     readonly kind: EntityKind,
@@ -48,13 +53,18 @@ export class EntityTable<T> {
       entity = this.get(id);
       if (entity !== undefined) this.hot.set(id, entity);
     }
-    if (entity !== undefined) this.touched.add(id);
+    if (entity !== undefined) {
+      this.touched.add(id);
+      this.created.delete(id);
+    }
     return entity;
   }
 
+  /** A creation: the entity is a copy of what its creation event carries. */
   set(id: string, entity: T): void {
     this.hot.set(id, entity);
     this.touched.add(id);
+    this.created.add(id);
   }
 
   /** Drops an entity from the heap (after its cold row is written, or when it is no longer wanted). */

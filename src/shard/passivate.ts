@@ -9,10 +9,14 @@ import { ENTRIES_PER_RECORD_MAX, type EntryChange, type ListChange } from '../st
 import assert from 'node:assert/strict';
 import type { EntityTable } from './entity-table.ts';
 import { entityTables, type PartitionState } from './state.ts';
+import { IN_LOG_BODY } from '../store/cold-table.ts';
+import { hasCreationEvent } from '../store/log-pointers.ts';
 
 interface Noted {
   partition: number;
   ids: Map<string, number>;
+  /** Ids whose entity, as noted last, is the one the creation event of its record carries. */
+  inRecord: Set<string>;
 }
 
 export class Passivation {
@@ -30,20 +34,28 @@ export class Passivation {
    * Records what the command whose WAL record gets `lsn` touched. Call once per command with events.
    * `repliesInRecord`: the command stored its reply in an `idem.stored` event of that very record
    * (dispatch writes both from one value), so its idempotency row can point into the log without the
-   * store searching the record for the reply's bytes.
+   * store searching the record for the reply's bytes. `entitiesInRecord`: the record is this command's
+   * events as executed (live, never a version-1 record read back), so an entity its creation event put in
+   * the table and nothing changed since is in that record byte for byte: its cold row points there
+   * without the store serialising the entity to search the record for it.
    */
-  note(state: PartitionState, lsn: number, repliesInRecord = false): void {
+  note(state: PartitionState, lsn: number, repliesInRecord = false, entitiesInRecord = false): void {
     for (const table of entityTables(state)) {
       if (table.touched.size === 0) continue;
       if (table.passivates) {
         let noted = this.noted.get(table);
         if (noted === undefined) {
-          noted = { partition: state.partition, ids: new Map() };
+          noted = { partition: state.partition, ids: new Map(), inRecord: new Set() };
           this.noted.set(table, noted);
         }
-        for (const id of table.touched) noted.ids.set(id, lsn);
+        for (const id of table.touched) {
+          noted.ids.set(id, lsn);
+          if (entitiesInRecord && table.created.has(id) && hasCreationEvent(table.kind)) noted.inRecord.add(id);
+          else noted.inRecord.delete(id);
+        }
       }
       table.touched.clear();
+      table.created.clear();
     }
     for (const op of state.idempotency.drain()) {
       const inLog = repliesInRecord && op.op === 'put' && op.record.json !== undefined;
@@ -83,7 +95,8 @@ export class Passivation {
       for (const [id, lsn] of noted.ids) {
         const entity = table.finishedHot(id);
         if (entity === undefined) continue;
-        cold.push({ kind: table.kind, id, lsn, partition: noted.partition, body: JSON.stringify(entity) });
+        if (noted.inRecord.has(id)) cold.push({ kind: table.kind, id, lsn, partition: noted.partition, body: IN_LOG_BODY, inLog: true });
+        else cold.push({ kind: table.kind, id, lsn, partition: noted.partition, body: JSON.stringify(entity) });
         table.evict(id);
       }
     }

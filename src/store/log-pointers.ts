@@ -16,6 +16,11 @@ import type { EntityKind, IdempotencyRecord } from './tiers.ts';
  */
 const CREATED_PROPERTY: Partial<Record<EntityKind, string>> = { txn: 'txn', payment: 'payment', exchange: 'exchange' };
 
+/** True for the kinds a record creates whole (their cold rows may point into it). */
+export function hasCreationEvent(kind: EntityKind): boolean {
+  return CREATED_PROPERTY[kind] !== undefined;
+}
+
 /** Rebuilds a reply that a record names by view (shard/reply-views.ts registers it when loaded). */
 type ReplyRebuilder = (events: readonly unknown[], record: IdempotencyRecord) => string;
 let rebuildReply: ReplyRebuilder | null = null;
@@ -109,7 +114,7 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
 /** Rows marked to point into the log, their bodies (and replies) dropped from memory. */
 export function withoutBodies(derived: DerivedBatch): DerivedBatch {
   return {
-    cold: derived.cold.map((row) => (row.inLog === true ? { ...row, body: IN_LOG_BODY } : row)),
+    cold: derived.cold.map((row) => (row.inLog === true && row.body !== IN_LOG_BODY ? { ...row, body: IN_LOG_BODY } : row)),
     idem: derived.idem.map((change) => {
       if (change.inLog !== true || change.op.op !== 'put') return change;
       const { json: _inLog, ...record } = change.op.record;

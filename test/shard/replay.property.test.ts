@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { execute, type Executed } from '../../src/shard/dispatch.ts';
 import { applyEvent, type WalEvent } from '../../src/shard/events.ts';
-import { emptyPartition, isStoredResult, walletOf, type PartitionState } from '../../src/shard/state.ts';
+import { emptyPartition, entityTables, isStoredResult, walletOf, type PartitionState } from '../../src/shard/state.ts';
 import type { Effect, HandlerContext } from '../../src/shard/lifecycle/context.ts';
 import type { Command, CommandBody } from '../../src/shard/protocol.ts';
 import { decodePartition, encodePartition } from '../../src/shard/partition-image.ts';
@@ -83,8 +83,17 @@ class Harness {
       const lsn = this.store.lsnNext;
       if (executed.stored === true && idem !== undefined) this.storedAt.set(idem.scope, lsn);
       const body = JSON.stringify(executed.events);
-      this.passivation.note(this.state, lsn);
-      this.store.appendBatch([{ partition: PARTITION, body }], this.passivation.take());
+      // What each entity this command touched is now: a cold row that points into the record must read
+      // back exactly this (checked below).
+      const now = new Map<string, string>();
+      for (const table of entityTables(this.state)) for (const id of table.touched) now.set(`${table.kind} ${id}`, JSON.stringify(table.get(id)));
+      // As the shard runtime notes a live command: its record holds the events as executed.
+      this.passivation.note(this.state, lsn, false, true);
+      const taken = this.passivation.take();
+      this.store.appendBatch([{ partition: PARTITION, body }], taken);
+      for (const row of taken.cold) {
+        if (row.inLog === true) assert.equal(this.store.createdInLog(row.kind, row.id, row.lsn), now.get(`${row.kind} ${row.id}`), `${row.kind} ${row.id}: its pointer reads the entity as it stands`);
+      }
       this.passivation.settle();
       // Derived rows reach their tables at varying points: a few rows, all of them, or not yet.
       this.slices += 1;
@@ -97,6 +106,17 @@ class Harness {
       assert.equal(executed.effects.length, 0);
     }
     return executed;
+  }
+
+  /** Ids of the entities of a kind the run created, in order (from the WAL, so cold ones count too). */
+  created(kind: 'payment' | 'txn' | 'exchange'): string[] {
+    const ids: string[] = [];
+    for (const event of this.wal) {
+      if (kind === 'payment' && event.t === 'payment.created') ids.push(event.payment.id);
+      if (kind === 'txn' && event.t === 'txn.created') ids.push(event.txn.id);
+      if (kind === 'exchange' && event.t === 'exchange.created') ids.push(event.exchange.id);
+    }
+    return ids;
   }
 
   snapshot(): void {
@@ -114,8 +134,14 @@ function replay(events: readonly WalEvent[], from: PartitionState = emptyPartiti
   return from;
 }
 
-/** Every invariant that must hold after every command. */
-function assertSound(state: PartitionState): void {
+/**
+ * Every invariant that must hold after every command. With `h`, every payment, transaction and exchange
+ * the run made counts, hot or cold (a store-backed run passivates finished ones).
+ */
+function assertSound(state: PartitionState, h?: Harness): void {
+  const payments = h === undefined ? [...state.payments.values()] : h.created('payment').map((id) => state.payments.get(id)!);
+  const txns = h === undefined ? [...state.transactions.values()] : h.created('txn').map((id) => state.transactions.get(id)!);
+  const exchanges = h === undefined ? [...state.exchanges.values()] : h.created('exchange').map((id) => state.exchanges.get(id)!);
   const totals = new Map<string, CurrencyTotals>();
   addTotals(totals, state.ledger);
   for (const [currency, t] of totals) {
@@ -138,11 +164,11 @@ function assertSound(state: PartitionState): void {
     if (txn.holdStatus === 'held') at(walletId).held += transfer.amountMinor + transfer.feeMinor;
     if (txn.holdStatus === 'posted') at(walletId).balance -= transfer.amountMinor + transfer.feeMinor;
   }
-  for (const exchange of state.exchanges.values()) {
+  for (const exchange of exchanges) {
     at(exchange.fromWalletId).balance -= exchange.fromAmountMinor;
     at(exchange.toWalletId).balance += exchange.toAmountMinor;
   }
-  for (const payment of state.payments.values()) {
+  for (const payment of payments) {
     const txn = state.transactions.get(payment.transactionId);
     assert.ok(txn, 'payment has its transaction');
     assert.equal(payment.status, txn.status, `payment ${payment.id} moves in step with its transaction`);
@@ -162,7 +188,7 @@ function assertSound(state: PartitionState): void {
 
   // A transaction shows held exactly when its hold is open in the ledger, for the whole amount.
   let held = 0;
-  for (const txn of state.transactions.values()) {
+  for (const txn of txns) {
     if (txn.holdStatus !== 'held') continue;
     held += 1;
     assert.ok(txn.holdId !== null);
@@ -215,8 +241,10 @@ function walletAmount(h: Harness, walletId: string | undefined, step: Step): num
 /** Runs one abstract step; idempotent steps go through a small pool of keys so replays and clashes happen. */
 function perform(h: Harness, step: Step, index: number, idemSeen: Map<string, { fingerprint: string; reply: Executed['reply'] }>): void {
   const customers = [...h.state.customers.values()];
-  const payments = [...h.state.payments.values()];
-  const txns = [...h.state.transactions.values()];
+  // Every payment and transaction made so far, hot or cold (a store-backed run passivates finished ones,
+  // and its commands must reach them as the pure run's do).
+  const payments = h.created('payment').map((id) => h.state.payments.get(id)!);
+  const txns = h.created('txn').map((id) => h.state.transactions.get(id)!);
   // Now and then an id that names nobody (NOT_FOUND); otherwise one of the customers.
   // Wallet payments mostly act for a customer with money to spend.
   const funded = customers.filter((c) => Object.values(c.wallets).some((id) => availableMinor(walletOf(h.state, id)!) > 0));
@@ -349,7 +377,7 @@ function drive(steps: readonly Step[], store?: ShardStore): Harness {
   COUNTRIES.forEach((_, i) => perform(h, { kind: 'customer', pick: i, amount: 1, flag: 50, idem: null }, -1 - i, idemSeen));
   steps.forEach((step, index) => {
     perform(h, step, index, idemSeen);
-    assertSound(h.state);
+    assertSound(h.state, h);
     if (index % 7 === 3) h.snapshot();
   });
   return h;
