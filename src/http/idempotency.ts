@@ -63,7 +63,8 @@ export class IdempotencyIndex {
    * in the rare case of a collision. A typed-array table: it holds every key of the retention period.
    */
   private readonly storedAt = new HashIndex();
-  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Keys with a request in flight, and who waits for each (null: nobody yet). */
+  private readonly inFlight = new Map<string, Array<() => void> | null>();
 
   restore(hash: number, packedAt: number): void {
     this.storedAt.add(hash, packedAt);
@@ -82,34 +83,76 @@ export class IdempotencyIndex {
   /**
    * Runs `execute` at `partition` unless the key already has a stored result, in which case the
    * partition that holds it replays the record at its row (or refuses a different payload with
-   * IDEMPOTENCY_REPLAY). `execute(partition, seq)`: seq null runs the command as new.
+   * IDEMPOTENCY_REPLAY). `execute(partition, seq)`: seq null runs the command as new. A request whose
+   * key is in flight waits for it first. Written as one promise chain, not an async function: this runs
+   * for every keyed POST, and the async form's frames and awaits were a visible share of what a POST
+   * allocates (each of them alive until the batch's fsync).
    */
-  async run(
+  run(
     scope: string,
     partition: number,
     execute: (partition: number, seq: number | null, hash: number) => Promise<StoredReply>,
   ): Promise<StoredReply> {
-    for (let waited = this.inFlight.get(scope); waited !== undefined; waited = this.inFlight.get(scope)) await waited;
+    if (this.inFlight.has(scope)) return this.afterInFlight(scope).then(() => this.run(scope, partition, execute));
+    this.inFlight.set(scope, null);
     const hash = scopeHash(scope);
     const known = this.storedAt.get(hash);
-    let done!: () => void;
-    this.inFlight.set(scope, new Promise<void>((resolve) => (done = resolve)));
+    let result: Promise<StoredReply>;
     try {
-      for (const packedAt of known) {
-        const at = unpackIdemAt(packedAt);
-        const replayed = await execute(at.partition, at.seq, hash);
-        // A miss is another scope with the same hash: this key has no result there.
-        if (replayed.miss !== true) return replayed;
-      }
-      const reply = await execute(partition, null, hash);
-      if (isStoredResult(reply.status)) {
-        assert(reply.seq !== undefined, 'idempotency: a stored result must say where it was stored');
-        this.restore(hash, packIdemAt(partition, reply.seq));
-      }
-      return reply;
-    } finally {
-      this.inFlight.delete(scope);
-      done();
+      result = known.length === 0 ? execute(partition, null, hash).then((reply) => this.stored(hash, partition, reply)) : this.replayOrRun(known, hash, partition, execute);
+    } catch (error) {
+      this.release(scope);
+      return Promise.reject(error);
     }
+    // The index learns a new record before anyone waiting on the key is let go.
+    return result.then(
+      (reply) => {
+        this.release(scope);
+        return reply;
+      },
+      (error: unknown) => {
+        this.release(scope);
+        throw error;
+      },
+    );
+  }
+
+  /** Each record stored with this hash is asked in turn (a miss is another scope with the same hash); none: run as new. */
+  private async replayOrRun(
+    known: readonly number[],
+    hash: number,
+    partition: number,
+    execute: (partition: number, seq: number | null, hash: number) => Promise<StoredReply>,
+  ): Promise<StoredReply> {
+    for (const packedAt of known) {
+      const at = unpackIdemAt(packedAt);
+      const replayed = await execute(at.partition, at.seq, hash);
+      if (replayed.miss !== true) return replayed;
+    }
+    return this.stored(hash, partition, await execute(partition, null, hash));
+  }
+
+  /** A command run as new: where its result was stored goes into the index. */
+  private stored(hash: number, partition: number, reply: StoredReply): StoredReply {
+    if (isStoredResult(reply.status)) {
+      assert(reply.seq !== undefined, 'idempotency: a stored result must say where it was stored');
+      this.restore(hash, packIdemAt(partition, reply.seq));
+    }
+    return reply;
+  }
+
+  /** Resolves once the request in flight with this key has its answer. */
+  private afterInFlight(scope: string): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.inFlight.get(scope);
+      if (waiters === null || waiters === undefined) this.inFlight.set(scope, (waiters = []));
+      waiters.push(resolve);
+    });
+  }
+
+  private release(scope: string): void {
+    const waiters = this.inFlight.get(scope);
+    this.inFlight.delete(scope);
+    if (waiters !== null && waiters !== undefined) for (const resolve of waiters) resolve();
   }
 }

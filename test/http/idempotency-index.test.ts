@@ -47,4 +47,31 @@ describe('IdempotencyIndex: packed locations', () => {
     const index = new IdempotencyIndex();
     await assert.rejects(index.run('test:acct:k3', 1, async () => ({ status: 201, json: '{}' })), /where it was stored/);
   });
+
+  it('a second request with the key while the first is in flight → waits, then replays what the first stored', async () => {
+    const index = new IdempotencyIndex();
+    const calls: Array<[number, number | null]> = [];
+    let finish!: () => void;
+    const first = index.run('test:acct:k4', 2, (partition, seq) => {
+      calls.push([partition, seq]);
+      return new Promise<StoredReply>((resolve) => (finish = () => resolve({ status: 201, json: '{"n":1}', seq: 7 })));
+    });
+    const second = index.run('test:acct:k4', 2, async (partition, seq) => {
+      calls.push([partition, seq]);
+      return { status: 201, json: '{"n":1}' };
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(calls, [[2, null]], 'the second has not run while the first is in flight');
+    finish();
+    await Promise.all([first, second]);
+    assert.deepEqual(calls, [[2, null], [2, 7]], 'then it replays the row the first stored');
+  });
+
+  it('a run that throws or rejects → the key is released; the next request with it runs', async () => {
+    const index = new IdempotencyIndex();
+    await assert.rejects(index.run('test:acct:k5', 1, () => { throw new Error('thrown'); }), /thrown/);
+    await assert.rejects(index.run('test:acct:k5', 1, async () => { throw new Error('rejected'); }), /rejected/);
+    const reply = await index.run('test:acct:k5', 1, async () => ({ status: 201, json: '{}', seq: 3 }));
+    assert.equal(reply.status, 201);
+  });
 });
