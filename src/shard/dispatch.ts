@@ -150,12 +150,13 @@ export function execute(ctx: HandlerContext, cmd: Command): Executed {
   if (cmd.idem !== undefined && isStoredResult(reply.status)) {
     // The record, with the reply it replays, is part of the command's log record (compressed with the
     // batch); its idempotency row is derived from it after the fsync.
-    const record: IdempotencyRecord = { ...reply, scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs };
+    // Object.assign rather than a spread followed by fields (a slow path in this V8): this runs per keyed command.
+    const record: IdempotencyRecord = Object.assign({}, reply, { scope: cmd.idem.scope, fingerprint: cmd.idem.fingerprint, atMs: ctx.nowMs });
     if (cmd.idem.h !== undefined) record.h = cmd.idem.h;
     state.idempotency.set(record);
     // A reply that is one entity's view is named, not copied: the record then carries the entity once.
     const logged: IdempotencyRecord = outcome.replyView === undefined
-      ? { ...reply, scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs }
+      ? Object.assign({}, reply, { scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs })
       : { status: reply.status, scope: record.scope, fingerprint: record.fingerprint, atMs: record.atMs, view: outcome.replyView };
     events.push({ t: 'idem.stored', record: logged });
     return { reply, events, effects: outcome.effects ?? [], stored: true };

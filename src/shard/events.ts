@@ -134,7 +134,7 @@ function noteListed(state: PartitionState, event: WalEvent, holds: Array<Hold | 
   if (!state.listed.on) return;
   switch (event.t) {
     case 'customer.created':
-      return noteResource(state, 'customer', { ...event.customer, customerId: event.customer.id });
+      return noteResource(state, 'customer', Object.assign({}, event.customer, { customerId: event.customer.id }));
     case 'txn.created':
     case 'txn.moved':
       return noteResource(state, 'transaction', state.transactions.get(event.t === 'txn.created' ? event.txn.id : event.id));
@@ -202,7 +202,7 @@ function applyOne(state: PartitionState, event: WalEvent): void {
     }
     case 'txn.created':
       assert(!state.transactions.hasHot(event.txn.id), 'apply: transaction exists');
-      state.transactions.set(event.txn.id, { ...event.txn, history: [...event.txn.history] });
+      state.transactions.set(event.txn.id, Object.assign({}, event.txn, { history: [...event.txn.history] }));
       return;
     case 'txn.moved': {
       const txn = state.transactions.mutable(event.id);
@@ -341,7 +341,7 @@ function applyOne(state: PartitionState, event: WalEvent): void {
       if (event.record.view === undefined) state.idempotency.set(event.record);
       else {
         const { view, ...record } = event.record;
-        state.idempotency.set({ ...record, json: viewReplyJson(state, view) });
+        state.idempotency.set(Object.assign({}, record, { json: viewReplyJson(state, view) }));
       }
       return;
     case 'idem.expired':

@@ -49,7 +49,7 @@ export function noteEntries(state: PartitionState, ops: readonly LedgerOp[], atM
     after.set(move.walletId, balance - move.amountMinor);
     balances[i] = balance;
   }
-  moves.forEach((move, i) => state.listed.entry({ ...move, balanceAfterMinor: balances[i]!, atMs }));
+  moves.forEach((move, i) => state.listed.entry(Object.assign({}, move, { balanceAfterMinor: balances[i]!, atMs })));
 }
 
 function isWallet(state: PartitionState, id: string): boolean {

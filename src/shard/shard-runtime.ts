@@ -127,7 +127,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   function onOwnersClock(cmd: Command): Command {
     if (cmd.k !== 'payment.checkout') return cmd;
     const owner = states.get(cmd.partition)?.payments.get(cmd.id)?.owner;
-    return owner === undefined ? cmd : { ...cmd, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(owner)) };
+    return owner === undefined ? cmd : Object.assign({}, cmd, { nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(owner)) });
   }
 
   function runEffect(effect: Effect): void {

@@ -89,7 +89,7 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     const property = CREATED_PROPERTY[row.kind];
     if (property === undefined || row.inLog === true) return row;
     const record = wal.recordAt(row.lsn);
-    return record !== undefined && record.includes(`"${property}":${row.body}`) ? { ...row, inLog: true as const } : row;
+    return record !== undefined && record.includes(`"${property}":${row.body}`) ? Object.assign({}, row, { inLog: true as const }) : row;
   });
   const idem = derived.idem.map((change) => {
     if (change.inLog === true || change.op.op !== 'put' || change.op.record.json === undefined) return change;
@@ -99,14 +99,14 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     // Or names it by view: the rebuilt reply is what replay put in memory (shard/reply-views.ts).
     const inLog = record !== undefined && record.includes('"t":"idem.stored"') && record.includes(`"scope":${JSON.stringify(scope)}`) &&
       (record.includes(`"json":${JSON.stringify(json)}`) || record.includes(`"scope":${JSON.stringify(scope)},"fingerprint":${JSON.stringify(fingerprint)},"atMs":${atMs},"view":`));
-    return inLog ? { ...change, inLog: true as const } : change;
+    return inLog ? Object.assign({}, change, { inLog: true as const }) : change;
   });
   // An event row's body is built from the record's `outbox.added` of that id (events.ts applies it), so a
   // row whose record holds it is stored empty: most of the list index's bytes were event bodies.
   const list = derived.list?.map((row) => {
     if (row.kind !== 'event' || row.body === null || row.inLog === true) return row;
     const record = wal.recordAt(row.lsn);
-    return record !== undefined && record.includes(`{"t":"outbox.added","event":{"id":${JSON.stringify(row.id)},`) ? { ...row, inLog: true as const } : row;
+    return record !== undefined && record.includes(`{"t":"outbox.added","event":{"id":${JSON.stringify(row.id)},`) ? Object.assign({}, row, { inLog: true as const }) : row;
   });
   return { ...derived, cold, idem, ...(list === undefined ? {} : { list }) };
 }
@@ -114,11 +114,11 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
 /** Rows marked to point into the log, their bodies (and replies) dropped from memory. */
 export function withoutBodies(derived: DerivedBatch): DerivedBatch {
   return {
-    cold: derived.cold.map((row) => (row.inLog === true && row.body !== IN_LOG_BODY ? { ...row, body: IN_LOG_BODY } : row)),
+    cold: derived.cold.map((row) => (row.inLog === true && row.body !== IN_LOG_BODY ? Object.assign({}, row, { body: IN_LOG_BODY }) : row)),
     idem: derived.idem.map((change) => {
       if (change.inLog !== true || change.op.op !== 'put') return change;
       const { json: _inLog, ...record } = change.op.record;
-      return { ...change, op: { op: 'put', record } };
+      return Object.assign({}, change, { op: { op: 'put' as const, record } });
     }),
     due: derived.due,
     ...(derived.list === undefined ? {} : { list: derived.list }),
