@@ -20,11 +20,11 @@ function liveContext(context: CountryContext): object {
     ...context,
     payment_methods: context.payment_methods.map((m) => {
       const served = m.method === 'wallet' || railServes(owner, 'collection', { method: m.method, country: context.code, currency: context.currency_code });
-      return { ...m, enabled: m.enabled && served, reason: served ? null : NO_LIVE_CONNECTOR };
+      return Object.assign({}, m, { enabled: m.enabled && served, reason: served ? null : NO_LIVE_CONNECTOR });
     }),
     services: context.services.map((s) => {
       const served = railServes(owner, 'fulfilment', { service: s.service_code, country: context.code, currency: context.currency_code });
-      return { ...s, available: served, reason: served ? null : NO_LIVE_CONNECTOR };
+      return Object.assign({}, s, { available: served, reason: served ? null : NO_LIVE_CONNECTOR });
     }),
   };
 }

@@ -88,7 +88,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
         if ('status' in prepared) return prepared;
         const fx = isLiveOwner(ctx.owner) ? await liveServiceFx(deps, ctx, b) : null;
         if (fx !== null && 'status' in fx) return fx;
-        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: { ...serviceRequest(prepared.customerId, b), ...(fx === null ? {} : { fx }) } }, { idempotent: true });
+        return command(deps, ctx, prepared.partition, { k: 'squote.create', body: Object.assign({}, serviceRequest(prepared.customerId, b), fx === null ? {} : { fx }) }, { idempotent: true });
       },
     },
     {
@@ -118,7 +118,7 @@ export function serviceOrderRoutes(deps: ApiDeps): RouteDef[] {
         if ('status' in prepared) return prepared;
         const pin = await pinCheck(deps, ctx, prepared.customerId, prepared.partition);
         if (pin !== null) return pin;
-        return command(deps, { ...ctx, idempotencyKey: key }, prepared.partition, {
+        return command(deps, Object.assign({}, ctx, { idempotencyKey: key }), prepared.partition, {
           k: 'order.create',
           body: {
             ...serviceRequest(prepared.customerId, b),

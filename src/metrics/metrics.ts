@@ -116,7 +116,7 @@ export class Metrics {
 
   connectorCall(sample: ConnectorCallSample): void {
     const labels = { connector: sample.connector, kind: sample.kind, op: sample.op };
-    this.connectorCalls.inc({ ...labels, outcome: sample.outcome });
+    this.connectorCalls.inc(Object.assign({}, labels, { outcome: sample.outcome }));
     this.connectorSeconds.observe(labels, sample.seconds);
   }
 

@@ -209,10 +209,10 @@ export class ShardPool {
       this.forwards.forward(message.cmd, (reply) => {
         const replyTo = message.replyTo;
         if (replyTo === undefined) return;
-        const outcome = reply.status < 300 ? 'credited' : 'rejected';
+        const outcome: 'credited' | 'rejected' = reply.status < 300 ? 'credited' : 'rejected';
         // A 503 (queue full) is not an answer: the origin re-asks on its next recovery or retry.
         if (reply.status >= 500) return;
-        setTimeout(() => this.forwards.forward({ ...replyTo.cmd, outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }), replyTo.delayMs).unref();
+        setTimeout(() => this.forwards.forward(Object.assign({}, replyTo.cmd, { outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) })), replyTo.delayMs).unref();
       });
     }
   }

@@ -44,7 +44,7 @@ export function railAnswered(ctx: HandlerContext, received: Command & { k: 'rail
     const request = requestOf(ctx, cmd);
     const answer = request === undefined ? null : answerAtOnce(request, ctx.nowMs);
     if (answer === null) return rejected(reject('VALIDATION', 'rail.answer carries no answer.'));
-    cmd = { ...cmd, answer };
+    cmd = Object.assign({}, cmd, { answer });
   }
   const outcome = answerOutcome(ctx, cmd);
   if (cmd.phase !== 'callback' || outcome.events.length > 0) return outcome;
@@ -54,7 +54,7 @@ export function railAnswered(ctx: HandlerContext, received: Command & { k: 'rail
     ...outcome,
     reply: (state) => {
       const reply = outcome.reply(state);
-      return reply.status === 200 ? { ...reply, status: CALLBACK_UNCHANGED_STATUS } : reply;
+      return reply.status === 200 ? Object.assign({}, reply, { status: CALLBACK_UNCHANGED_STATUS }) : reply;
     },
   };
 }

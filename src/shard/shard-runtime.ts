@@ -143,13 +143,13 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     }
     if (effect.dueAtMs !== undefined) {
       const owner = effect.cmd.owner;
-      clockTimers.schedule(owner, effect.dueAtMs, () => enqueue({ n: -1, cmd: { ...effect.cmd, nowMs: Math.max(effect.cmd.nowMs, clockTimers.nowOf(owner)) } }));
+      clockTimers.schedule(owner, effect.dueAtMs, () => enqueue({ n: -1, cmd: Object.assign({}, effect.cmd, { nowMs: Math.max(effect.cmd.nowMs, clockTimers.nowOf(owner)) }) }));
       return;
     }
     setTimeout(() => {
       // A rail answers on the account's sandbox clock as it is when the answer arrives.
       const nowMs = Math.max(effect.cmd.nowMs, Date.now() + (clockOffsets.get(effect.cmd.owner) ?? 0));
-      enqueue({ n: -1, cmd: { ...effect.cmd, nowMs } });
+      enqueue({ n: -1, cmd: Object.assign({}, effect.cmd, { nowMs }) });
     }, effect.afterMs).unref();
   }
 
@@ -164,7 +164,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     if (cmd.k !== 'rail.answer') throw new Error(`shard ${data.shard}: a rail call must answer with rail.answer, not ${cmd.k}`);
     const start = (): void => {
       const answered = Promise.resolve(callRail(call, Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner))));
-      void answered.then((answer) => enqueue({ n: -1, cmd: { ...cmd, answer, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner)) } }));
+      void answered.then((answer) => enqueue({ n: -1, cmd: Object.assign({}, cmd, { answer, nowMs: Math.max(cmd.nowMs, clockTimers.nowOf(cmd.owner)) }) }));
     };
     if (effect.dueAtMs !== undefined) clockTimers.schedule(cmd.owner, effect.dueAtMs, start);
     else setTimeout(start, effect.afterMs).unref();

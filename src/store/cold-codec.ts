@@ -28,12 +28,12 @@ export const COLD_DICTIONARIES_V1: Readonly<Record<EntityKind, string>> = {
   service_quote: '{"id":"","owner":"test:acct_","customerId":"","countryCode":"NG","serviceCode":"airtime","providerCostMinor":50000,"destinationCurrency":"NGN","sourceCurrency":"NGN","convertedAmountMinor":50000,"feeMinor":0,"customerAmountMinor":50000,"fxRate":null,"promotionCode":null,"promotionDiscountMinor":0,"paymentMethod":"wallet","productCode":null,"phone":"+2348031131013","accountRef":null,"expiresAtMs":1795000000000,"usedBy":"","createdAtMs":1795000000000}',
 };
 
-const dictionaries = new Map<EntityKind, Buffer>(Object.entries(COLD_DICTIONARIES_V1).map(([kind, text]) => [kind as EntityKind, Buffer.from(text)]));
+/** The deflate options of each kind, its dictionary in them (made once: options are built per body otherwise). */
+const optionsByKind = new Map<EntityKind, zlib.ZlibOptions>(Object.entries(COLD_DICTIONARIES_V1).map(([kind, text]) => [kind as EntityKind, Object.assign({}, DEFLATE_OPTIONS, { dictionary: Buffer.from(text) })]));
 
 /** The stored form of `json`: deflated with its kind's dictionary when that is shorter, else the text itself. */
 export function encodeColdBody(kind: EntityKind, json: string): Buffer | string {
-  const dictionary = dictionaries.get(kind)!;
-  const deflated = zlib.deflateRawSync(json, { ...DEFLATE_OPTIONS, dictionary });
+  const deflated = zlib.deflateRawSync(json, optionsByKind.get(kind)!);
   if (deflated.length + 1 >= Buffer.byteLength(json)) return json;
   const stored = Buffer.allocUnsafe(deflated.length + 1);
   stored[0] = COLD_CODEC_VERSION;
@@ -45,5 +45,5 @@ export function encodeColdBody(kind: EntityKind, json: string): Buffer | string 
 export function decodeColdBody(kind: EntityKind, stored: string | Buffer): string {
   if (typeof stored === 'string') return stored;
   assert(stored.length > 1 && stored[0] === COLD_CODEC_VERSION, `cold body of a ${kind}: unknown codec version ${stored[0]}`);
-  return zlib.inflateRawSync(stored.subarray(1), { windowBits: WINDOW_BITS, dictionary: dictionaries.get(kind)! }).toString();
+  return zlib.inflateRawSync(stored.subarray(1), { windowBits: WINDOW_BITS, dictionary: optionsByKind.get(kind)!.dictionary }).toString();
 }

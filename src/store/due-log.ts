@@ -101,7 +101,7 @@ export class DueLog {
       .all(owner, cutoffMs, limit) as Array<{ id: string; partition: number; expires_at_ms: number; lsn: number; crc?: number | null }>;
     const out: DueRow[] = [];
     for (const r of rows) {
-      if (this.checksummed && dueRowChecksum({ ...r, owner }) !== r.crc) {
+      if (this.checksummed && dueRowChecksum(Object.assign({}, r, { owner })) !== r.crc) {
         reportDamage(new DamagedRowError('due', `${r.id} (owner ${owner}, LSN ${r.lsn})`), { partition: r.partition });
         continue;
       }

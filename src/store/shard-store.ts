@@ -169,7 +169,7 @@ export class ShardStore implements ColdReader {
    */
   listPage(q: ListQuery): ListRow[] {
     const waiting = this.pending.listWaiting(q.owner, q.kind);
-    const indexed = this.lists === null ? [] : this.lists.page({ ...q, rows: q.rows + waiting.size }).filter((row) => !waiting.has(row.id)).map((row) => this.resolved(row));
+    const indexed = this.lists === null ? [] : this.lists.page(Object.assign({}, q, { rows: q.rows + waiting.size })).filter((row) => !waiting.has(row.id)).map((row) => this.resolved(row));
     const merged = [...indexed, ...this.pending.listMatching(q)];
     merged.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) * (q.order === 'desc' ? 1 : -1));
     return merged.slice(0, q.rows);
@@ -186,7 +186,7 @@ export class ShardStore implements ColdReader {
   /** An indexed row with its body: an event stored empty takes it from its log record. */
   private resolved(row: IndexedRow): ListRow {
     const { lsn, ...rest } = row;
-    return row.kind === 'event' && row.body === EVENT_IN_LOG_BODY ? { ...rest, body: this.eventInLog(row.id, lsn) } : rest;
+    return row.kind === 'event' && row.body === EVENT_IN_LOG_BODY ? Object.assign({}, rest, { body: this.eventInLog(row.id, lsn) }) : rest;
   }
 
   /** Event `id` as the `outbox.added` of the log record at `lsn` holds it (a row stored empty; a backup copies it whole). */
@@ -258,7 +258,7 @@ export class ShardStore implements ColdReader {
 
   readIdemAt(scope: string, seq: number): IdempotencyRecord | undefined {
     const waiting = this.pending.readIdem(scope, seq);
-    if (waiting !== undefined) return waiting.inLog ? { ...waiting.record, ...this.storedInLog(scope, seq) } : waiting.record;
+    if (waiting !== undefined) return waiting.inLog ? Object.assign({}, waiting.record, this.storedInLog(scope, seq)) : waiting.record;
     if (!this.idemLogged) return undefined;
     const record = this.idem.readAt(scope, seq);
     if (record === undefined || record.json !== IN_LOG_JSON) return record;

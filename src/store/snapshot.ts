@@ -9,7 +9,7 @@ import { snapshotChecksum, type SnapshotRow } from './shard-store.ts';
 const gzipAsync = promisify(gzip);
 
 export function snapshotRow(options: { partition: number; lsn: number; takenAtMs: number; body: Buffer }): SnapshotRow {
-  return { ...options, crc: snapshotChecksum(options.partition, options.lsn, options.body) };
+  return Object.assign({}, options, { crc: snapshotChecksum(options.partition, options.lsn, options.body) });
 }
 
 export async function compressImage(json: string): Promise<Buffer> {

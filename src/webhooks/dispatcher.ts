@@ -205,7 +205,7 @@ export function post(target: ResolvedTarget, headers: Record<string, string>, bo
       hostname: target.host,
       port: target.url.port === '' ? undefined : Number(target.url.port),
       path: `${target.url.pathname}${target.url.search}`,
-      headers: { ...headers, host: target.url.host, 'content-length': String(Buffer.byteLength(body)) },
+      headers: Object.assign({}, headers, { host: target.url.host, 'content-length': String(Buffer.byteLength(body)) }),
       lookup: pinned,
       autoSelectFamily: true,
       ...(target.url.protocol === 'https:' && !/^[\d.:]+$/.test(target.host) ? { servername: target.host } : {}),

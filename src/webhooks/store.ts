@@ -226,7 +226,7 @@ export class WebhookStore {
       )
       .all(limit) as DeliveryRow[];
     const subs = new Map(this.subscriptions().map((s) => [s.id, s]));
-    return rows.map((r) => ({ ...fromDelivery(r), subscription: subs.get(r.subscription_id)! }));
+    return rows.map((r) => Object.assign({}, fromDelivery(r), { subscription: subs.get(r.subscription_id)! }));
   }
 
   event(id: string): { id: string; type: string; key: string; occurredAtMs: number; data: Record<string, unknown> } | undefined {

@@ -21,7 +21,7 @@ import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
 const FAILED_ORDER = new Set<ServiceOrder['status']>(['failed', 'refund_pending', 'refunded', 'provider_funding_failure', 'cancelled']);
 
 function later(ctx: HandlerContext, order: ServiceOrder, partition: number, body: CommandBody, afterMs: number): Effect {
-  return { afterMs, cmd: { ...body, owner: order.owner, nowMs: ctx.nowMs, partition } };
+  return { afterMs, cmd: Object.assign({}, body, { owner: order.owner, nowMs: ctx.nowMs, partition }) };
 }
 
 const done = (): ReturnType<typeof okReply> => okReply(200, {});
@@ -203,7 +203,7 @@ function moneyBack(ctx: HandlerContext, order: ServiceOrder, code: FailureCode):
 
 /** The refund of the order's current collection, opened. */
 function refundEvent(ctx: HandlerContext, order: ServiceOrder, state: Pick<OrderRefund, 'status' | 'createdAtMs' | 'completedAtMs'>): WalEvent {
-  return { t: 'order.refund', id: order.id, refund: { ...refundOf(order), ...state }, atMs: ctx.nowMs };
+  return { t: 'order.refund', id: order.id, refund: Object.assign({}, refundOf(order), state), atMs: ctx.nowMs };
 }
 
 /**
@@ -264,7 +264,7 @@ export function refundOrder(ctx: HandlerContext, cmd: Command & { k: 'order.refu
     else if (collected) {
       // Opened with refund_pending, or (an order that entered refund_pending before refunds were kept
       // on orders) recorded now, completed.
-      const open = pendingRefund(order) ?? { ...refundOf(order), status: 'pending', createdAtMs: ctx.nowMs, completedAtMs: null };
+      const open = pendingRefund(order) ?? Object.assign({}, refundOf(order), { status: 'pending' as const, createdAtMs: ctx.nowMs, completedAtMs: null });
       events.unshift(...completeRefund(ctx, order, open));
     }
     return { events, reply: done };
@@ -282,7 +282,7 @@ function refundOf(order: ServiceOrder): Pick<OrderRefund, 'paymentId' | 'payment
 /** Money collected for the order (card, bank transfer) goes back to the payer through collection clearing. */
 function completeRefund(ctx: HandlerContext, order: ServiceOrder, refund: OrderRefund): WalEvent[] {
   const op: LedgerOp = { op: 'post', id: ctx.mintId(), txn: order.transactionId, dr: systemAccountId('service_payables', refund.currency), cr: systemAccountId('collection_clearing', refund.currency), amt: refund.amountMinor, cur: refund.currency };
-  return [{ t: 'ledger', atMs: ctx.nowMs, ops: [op] }, { t: 'order.refund', id: order.id, refund: { ...refund, status: 'completed', completedAtMs: ctx.nowMs }, atMs: ctx.nowMs }];
+  return [{ t: 'ledger', atMs: ctx.nowMs, ops: [op] }, { t: 'order.refund', id: order.id, refund: Object.assign({}, refund, { status: 'completed' as const, completedAtMs: ctx.nowMs }), atMs: ctx.nowMs }];
 }
 
 /**

@@ -119,7 +119,7 @@ export function createOrder(ctx: HandlerContext, cmd: Command & { k: 'order.crea
   const orderId = ctx.mintId();
   const paymentId = ctx.mintId();
   const base = { owner: cmd.owner, customerId: customer.id, amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency };
-  const serviceTxn = newTransaction(ctx, { ...base, type: 'service', feeMinor: pricing.feeMinor, reference: orderId, paymentId: null });
+  const serviceTxn = newTransaction(ctx, Object.assign({}, base, { type: 'service' as const, feeMinor: pricing.feeMinor, reference: orderId, paymentId: null }));
   serviceTxn.orderId = orderId;
   // The sandbox collection rail answers at once (instructions, hosted page); a connector after commit.
   const { payment, txn: paymentTxn } = newOrderPayment(ctx, { customer, orderId, paymentId, method: req.paymentMethod as Payment['method'], amountMinor: pricing.customerAmountMinor, currency: pricing.sourceCurrency, walletId: wallet.id });

@@ -274,7 +274,7 @@ export function expirePayments(ctx: HandlerContext, cmd: Command & { k: 'payment
       continue;
     }
     // Failed at the owner's sandbox-clock now (the sweep's cutoff for that owner).
-    const failed = failEvents({ ...ctx, nowMs: cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs }, txn, { code: 'EXPIRED', stage: 'collection', message: 'The payer did not pay before the collection expired.' }, 'fail');
+    const failed = failEvents(Object.assign({}, ctx, { nowMs: cmd.cutoffMs[payment.owner] ?? cmd.defaultCutoffMs }), txn, { code: 'EXPIRED', stage: 'collection', message: 'The payer did not pay before the collection expired.' }, 'fail');
     if (failed === null) continue;
     events.push(...failed);
     expired += 1;
@@ -313,8 +313,8 @@ export function checkoutPayment(ctx: HandlerContext, cmd: Command & { k: 'paymen
   const asOwner = { owner: payment.owner, nowMs: cmd.nowMs, partition: cmd.partition, customerScope: null };
   const expired = cmd.action === 'view' ? null : expiredRejection(ctx, payment);
   if (expired !== null) return rejected(expired);
-  if (cmd.action === 'complete') return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail' });
-  if (cmd.action === 'decline') return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });
+  if (cmd.action === 'complete') return settlePayment(ctx, Object.assign({}, asOwner, { k: 'payment.settle' as const, id: payment.id, source: 'rail' as const }));
+  if (cmd.action === 'decline') return failPayment(ctx, Object.assign({}, asOwner, { k: 'payment.fail' as const, id: payment.id, code: 'PROVIDER_ERROR' as const, source: 'rail' as const }));
   const customer = ctx.state.customers.get(payment.customerId);
   return {
     events: [],
@@ -351,12 +351,12 @@ export function collectionAnswer(ctx: HandlerContext, cmd: Command & { k: 'rail.
   const reply = (): ReturnType<typeof okReply> => okReply(200, { payment_id: payment.id });
   switch (answer.outcome) {
     case 'settled':
-      return settlePayment(ctx, { ...asOwner, k: 'payment.settle', id: payment.id, source: 'rail', attempt: txn.attempt });
+      return settlePayment(ctx, Object.assign({}, asOwner, { k: 'payment.settle' as const, id: payment.id, source: 'rail' as const, attempt: txn.attempt }));
     case 'failed':
-      return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: railFailureCode(answer.failureCode), source: 'rail' });
+      return failPayment(ctx, Object.assign({}, asOwner, { k: 'payment.fail' as const, id: payment.id, code: railFailureCode(answer.failureCode), source: 'rail' as const }));
     case 'terminal':
       if (cmd.phase !== 'submit') return { events: [], reply, effects: again('requery', ctx.nowMs + REQUERY_AFTER_MS) };
-      return failPayment(ctx, { ...asOwner, k: 'payment.fail', id: payment.id, code: 'PROVIDER_ERROR', source: 'rail' });
+      return failPayment(ctx, Object.assign({}, asOwner, { k: 'payment.fail' as const, id: payment.id, code: 'PROVIDER_ERROR' as const, source: 'rail' as const }));
     case 'accepted': {
       const same = payment.rail?.providerReference === answer.providerReference && payment.rail?.payUrl === answer.checkoutUrl;
       return { events: same ? [] : [{ t: 'payment.rail', id: payment.id, providerReference: answer.providerReference, payUrl: answer.checkoutUrl, atMs: ctx.nowMs }], reply };

@@ -18,7 +18,7 @@ function askAgain(make: (op: RailOp) => Effect | null, afterMs: number): Effect 
   const probe = make('requery');
   if (probe?.call === undefined) return null;
   const effect = resumeOp(probe.call.rail) === 'requery' ? probe : make('submit');
-  return effect === null ? null : { ...effect, afterMs };
+  return effect === null ? null : Object.assign({}, effect, { afterMs });
 }
 
 export function resumeEffects(state: PartitionState, railLatencyMs: number): Effect[] {
@@ -31,7 +31,7 @@ export function resumeEffects(state: PartitionState, railLatencyMs: number): Eff
       const customer = state.customers.get(payment.customerId);
       const attempt = state.transactions.get(payment.transactionId)?.attempt ?? 1;
       const call = customer === undefined ? null : collectionCall(ctxAt(payment.updatedAtMs), payment, customer, attempt, 'requery');
-      if (call !== null) effects.push({ ...call, afterMs: railLatencyMs });
+      if (call !== null) effects.push(Object.assign({}, call, { afterMs: railLatencyMs }));
       continue;
     }
     if (payment.method !== 'wallet') continue;

@@ -115,7 +115,7 @@ export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
     transferId,
   });
   const hold = holdOp(ctx, txn.id, { amountMinor: b.amountMinor, feeMinor: checked.fee, currency: b.currency }, wallet.id, checked.beneficiary.type);
-  const held: Transaction = { ...txn, holdId: hold.id, holdStatus: 'held' };
+  const held: Transaction = Object.assign({}, txn, { holdId: hold.id, holdStatus: 'held' as const });
   const transfer: Transfer = {
     id: transferId,
     owner: cmd.owner,

@@ -233,7 +233,7 @@ export function holdOp(ctx: HandlerContext, txnId: string, transfer: Pick<Transf
 
 /** A command this shard sends itself after `delayMs` (a rail's answer, a requery). */
 export function after(ctx: HandlerContext, cmd: Command, body: CommandBody, delayMs: number): Effect {
-  return { afterMs: delayMs, cmd: { ...body, owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition } };
+  return { afterMs: delayMs, cmd: Object.assign({}, body, { owner: cmd.owner, nowMs: ctx.nowMs, partition: cmd.partition }) };
 }
 
 /** Retry of a failed transfer: the funds are held again at once (pending means held), then resubmitted. */

@@ -58,7 +58,7 @@ export function newOrderPayment(
   ctx: HandlerContext,
   fields: { customer: Customer; orderId: string; paymentId: string; method: Payment['method']; amountMinor: number; currency: string; walletId: string },
 ): { payment: Payment; txn: Transaction } {
-  return newPayment(ctx, { ...fields, owner: fields.customer.owner, feeMinor: 0, reference: fields.orderId, ttlMs: ORDER_COLLECTION_TTL_MS });
+  return newPayment(ctx, Object.assign({}, fields, { owner: fields.customer.owner, feeMinor: 0, reference: fields.orderId, ttlMs: ORDER_COLLECTION_TTL_MS }));
 }
 
 type Retried = { events: WalEvent[]; effects: Effect[] };

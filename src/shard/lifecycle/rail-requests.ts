@@ -16,7 +16,7 @@ export function methodsFor(customer: Customer): Array<MethodRule & { selectable:
     else if (!rule.enabled) reason = 'not_enabled_in_country';
     else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
     else if (rule.method !== 'wallet' && !railServes(customer.owner, 'collection', { method: rule.method, country: customer.countryCode })) reason = NO_LIVE_CONNECTOR;
-    return { ...rule, selectable: reason === null, reason };
+    return Object.assign({}, rule, { selectable: reason === null, reason });
   });
 }
 

@@ -80,6 +80,6 @@ export function resolveReconciliation(ctx: HandlerContext, cmd: Command & { k: '
   if (txn === undefined) return rejected(reject('NOT_FOUND', 'No such transaction.'));
   const r = txn.reconciliation;
   if (r?.status !== 'required') return rejected(reject('CONFLICT', 'This transaction does not await reconciliation.'));
-  const resolved: Reconciliation = { ...r, status: 'resolved', resolution: cmd.outcome, resolvedAtMs: ctx.nowMs, ...(cmd.note === null ? {} : { note: cmd.note }) };
+  const resolved: Reconciliation = Object.assign({}, r, { status: 'resolved' as const, resolution: cmd.outcome, resolvedAtMs: ctx.nowMs }, cmd.note === null ? {} : { note: cmd.note });
   return { events: [{ t: 'txn.reconciliation', id: txn.id, reconciliation: resolved, atMs: ctx.nowMs }], reply: () => okReply(200, { transaction_id: txn.id, resolution: cmd.outcome }) };
 }
