@@ -52,7 +52,7 @@ export class FrontIdempotencyStore {
       if (reply.data === undefined || reply.data.secret === undefined) continue;
       delete reply.data.secret;
       const body = JSON.stringify({ json: JSON.stringify(reply) });
-      update.run(body, frontIdemRowChecksum({ ...row, body }), row.scope);
+      update.run(body, frontIdemRowChecksum(Object.assign({}, row, { body })), row.scope);
     }
   }
 

@@ -29,7 +29,7 @@ export class Router {
   add(defs: readonly RouteDef[]): void {
     for (const def of defs) {
       const segments = def.path.split('/').filter((s) => s.length > 0);
-      const compiled: CompiledRoute = { ...def, segments, params: segments.map((s) => (s.startsWith(':') ? s.slice(1) : null)) };
+      const compiled: CompiledRoute = Object.assign({}, def, { segments, params: segments.map((s) => (s.startsWith(':') ? s.slice(1) : null)) });
       if (def.body !== undefined) compiled.bodyValidator = Compile(def.body);
       if (def.query !== undefined) compiled.queryValidator = Compile(def.query);
       this.routes.push(compiled);

@@ -165,7 +165,7 @@ function applyOne(state: PartitionState, event: WalEvent): void {
   switch (event.t) {
     case 'customer.created':
       assert(!state.customers.has(event.customer.id), 'apply: customer exists');
-      state.customers.set(event.customer.id, { ...event.customer, wallets: { ...event.customer.wallets }, usageMinor: { ...event.customer.usageMinor } });
+      state.customers.set(event.customer.id, Object.assign({}, event.customer, { wallets: { ...event.customer.wallets }, usageMinor: { ...event.customer.usageMinor } }));
       return;
     case 'customer.updated': {
       const customer = state.customers.get(event.id);
@@ -301,7 +301,7 @@ function applyOne(state: PartitionState, event: WalEvent): void {
         assert(quote !== undefined && quote.usedBy === null, 'apply: order needs an unused quote');
         quote.usedBy = event.order.id;
       }
-      state.orders.set(event.order.id, { ...event.order, ...(event.order.history === undefined ? {} : { history: [...event.order.history] }) });
+      state.orders.set(event.order.id, Object.assign({}, event.order, event.order.history === undefined ? {} : { history: [...event.order.history] }));
       return;
     }
     case 'order.moved': {

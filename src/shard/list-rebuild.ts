@@ -35,7 +35,7 @@ export function rebuildListIndex(store: ShardStore, states: ReadonlyMap<number, 
   };
   const seen = new Set<string>();
   for (const state of states.values()) {
-    for (const c of state.customers.values()) add('customer', { ...c, customerId: c.id });
+    for (const c of state.customers.values()) add('customer', Object.assign({}, c, { customerId: c.id }));
     for (const b of state.beneficiaries.values()) add('beneficiary', b);
     const hot: ReadonlyArray<[ListKind, { keys(): IterableIterator<string>; get(id: string): Listed | undefined }]> = [
       ['transaction', state.transactions], ['payment', state.payments], ['transfer', state.transfers], ['order', state.orders],

@@ -62,7 +62,7 @@ export function decodePartition(json: string, tiers: PartitionTiers | null = nul
   const state = emptyPartition(image.partition, tiers);
   for (const c of image.customers) state.customers.set(c.id, c);
   // Images written before transfers existed carry no transferId.
-  fill(state.transactions, image.transactions.map((t) => ({ ...t, transferId: t.transferId ?? null })), (t) => t.id);
+  fill(state.transactions, image.transactions.map((t) => Object.assign({}, t, { transferId: t.transferId ?? null })), (t) => t.id);
   fill(state.payments, image.payments, (p) => p.id);
   fill(state.quotes, image.quotes, (q) => q.id);
   fill(state.exchanges, image.exchanges, (e) => e.id);

@@ -38,7 +38,7 @@ export function withReply(events: readonly unknown[], record: IdempotencyRecord)
   if (record.json !== undefined || record.view === undefined) return record;
   assert(rebuildReply !== null, 'log pointers: a record names its reply by view, and no rebuilder is registered');
   const { view: _view, ...rest } = record;
-  return { ...rest, json: rebuildReply(events, record) };
+  return Object.assign({}, rest, { json: rebuildReply(events, record) });
 }
 
 /** Builds an event row's body from the `outbox.added` event of a record (shard/list-notes.ts registers it). */
@@ -108,7 +108,7 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     const record = wal.recordAt(row.lsn);
     return record !== undefined && record.includes(`{"t":"outbox.added","event":{"id":${JSON.stringify(row.id)},`) ? Object.assign({}, row, { inLog: true as const }) : row;
   });
-  return { ...derived, cold, idem, ...(list === undefined ? {} : { list }) };
+  return Object.assign({}, derived, { cold, idem }, list === undefined ? {} : { list });
 }
 
 /** Rows marked to point into the log, their bodies (and replies) dropped from memory. */

@@ -264,7 +264,7 @@ export class ShardStore implements ColdReader {
     if (record === undefined || record.json !== IN_LOG_JSON) return record;
     const stored = this.storedInLog(scope, seq);
     const { json: _inLog, ...rest } = record;
-    return { ...rest, ...(stored.json === undefined ? {} : { json: stored.json }), ...(stored.error === undefined ? {} : { error: stored.error }) };
+    return Object.assign({}, rest, stored.json === undefined ? {} : { json: stored.json }, stored.error === undefined ? {} : { error: stored.error });
   }
 
   /** Every stored key as flat pairs [hash, packed location, …] for the front end's index. */

@@ -47,7 +47,7 @@ function deliverySnapshot(ctx: HandlerContext, order: ServiceOrder, answer: Rail
     ...(answer.providerReference === null ? {} : { provider_reference: answer.providerReference }),
   };
   // Assigned again after the detail: the keys keep their place, kobo's values win.
-  const snapshot: Record<string, unknown> = Object.assign({ ...purchase, ...(answer.detail ?? {}) }, purchase);
+  const snapshot: Record<string, unknown> = Object.assign({}, purchase, answer.detail ?? {}, purchase);
   if (!('delivered_at' in snapshot)) snapshot.delivered_at = new Date(ctx.nowMs).toISOString();
   return snapshot;
 }
