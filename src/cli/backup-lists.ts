@@ -9,6 +9,7 @@ import type Database from 'better-sqlite3';
 import type { DerivedBatch } from '../store/derived-rows.ts';
 import { EVENT_IN_LOG_BODY, type EntryChange, type ListChange } from '../store/list-index.ts';
 import type { ShardStore } from '../store/shard-store.ts';
+import type { EntryRowFields } from '../store/row-checks.ts';
 
 /**
  * Rows keyed by shard: the owner numbers of a shard file mean nothing in another file, so the owner is
@@ -34,15 +35,9 @@ export interface EventBackupRow {
   lsn: number;
 }
 
-export interface EntryBackupRow {
+/** A ledger entry as the backup keeps it: the shard file's columns, and the shard it came from. */
+export interface EntryBackupRow extends EntryRowFields {
   shard: number;
-  wallet_id: string;
-  seq: number;
-  txn_id: string;
-  amount_minor: number;
-  balance_after_minor: number;
-  at_ms: number;
-  lsn: number;
 }
 
 /** Every column: a changed shard, owner or customer would list the event to someone else. */
