@@ -159,8 +159,9 @@ export function verifyDataDir(dataDir: string, progress: (message: string) => vo
       const truncated = store.getMeta('wal_floor') !== undefined && store.getMeta('wal_floor') !== '0:0';
       const whole = Number(store.getMeta('base_lsn') ?? '0') === 0 && !truncated;
       // Snapshot + tail must equal replaying from further back: proves snapshots are faithful. With the
-      // whole WAL that is a full replay; after truncation, the oldest kept image and its longer tail.
-      const proof = whole ? 'full replay' : store.snapshotsOf(partitions[0] ?? 0).length > 1 ? 'oldest snapshot' : 'none';
+      // whole WAL that is a full replay; after truncation, the oldest kept image and its longer tail,
+      // possible as soon as any partition keeps two (one that keeps one replays the same either way).
+      const proof = whole ? 'full replay' : partitions.some((p) => store.snapshotsOf(p).length > 1) ? 'oldest snapshot' : 'none';
       if (proof !== 'none') {
         const other = recoverShard(store, { partitions, readonly: true, ...(whole ? { ignoreSnapshots: true } : { oldestSnapshots: true }) });
         for (const partition of partitions) {
