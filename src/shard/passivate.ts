@@ -32,14 +32,16 @@ export class Passivation {
 
   /**
    * Records what the command whose WAL record gets `lsn` touched. Call once per command with events.
-   * `repliesInRecord`: the command stored its reply in an `idem.stored` event of that very record
+   * `record.replies`: the command stored its reply in an `idem.stored` event of that very record
    * (dispatch writes both from one value), so its idempotency row can point into the log without the
-   * store searching the record for the reply's bytes. `entitiesInRecord`: the record is this command's
+   * store searching the record for the reply's bytes. `record.entities`: the record is this command's
    * events as executed (live, never a version-1 record read back), so an entity its creation event put in
    * the table and nothing changed since is in that record byte for byte: its cold row points there
    * without the store serialising the entity to search the record for it.
    */
-  note(state: PartitionState, lsn: number, repliesInRecord = false, entitiesInRecord = false): void {
+  note(state: PartitionState, lsn: number, record: { replies?: boolean; entities?: boolean } = {}): void {
+    const repliesInRecord = record.replies === true;
+    const entitiesInRecord = record.entities === true;
     for (const table of entityTables(state)) {
       if (table.touched.size === 0) continue;
       if (table.passivates) {

@@ -225,7 +225,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       if (executed.events.length > 0) {
         const lsn = lsnBase + records.length;
         records.push({ partition: item.cmd.partition, body: JSON.stringify(executed.events) });
-        passivation.note(ctx.state, lsn, executed.stored === true, true);
+        passivation.note(ctx.state, lsn, { replies: executed.stored === true, entities: true });
       } else if (ctx.state.due.pending) {
         // A sweep that only dropped stale expiry rows: they are written with this batch.
         passivation.note(ctx.state, lsnBase + records.length - 1);

@@ -88,7 +88,7 @@ class Harness {
       const now = new Map<string, string>();
       for (const table of entityTables(this.state)) for (const id of table.touched) now.set(`${table.kind} ${id}`, JSON.stringify(table.get(id)));
       // As the shard runtime notes a live command: its record holds the events as executed.
-      this.passivation.note(this.state, lsn, false, true);
+      this.passivation.note(this.state, lsn, { entities: true });
       const taken = this.passivation.take();
       this.store.appendBatch([{ partition: PARTITION, body }], taken);
       for (const row of taken.cold) {
