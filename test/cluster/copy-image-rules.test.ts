@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone, ROOT } from '../helpers/server.ts';
+import { client, idem, secretKey, startServer, tempDataDir, ROOT } from '../helpers/server.ts';
 import { entryArgs } from '../helpers/build.ts';
 import { kobo } from '../helpers/cli.ts';
 import { ShardStore } from '../../src/store/shard-store.ts';
 import { copyPosition } from '../../src/cluster/follower.ts';
 import { shardFile } from '../../src/shard/layout.ts';
-import { partitionOfId } from '../../src/ids.ts';
+import { customersOnEveryShard } from '../helpers/cluster.ts';
 import { decodeLogBody } from '../../src/journal/log-record.ts';
 
 const key = secretKey();
@@ -99,16 +99,7 @@ test('kobo cluster image-copy: records past the stream position → the shard is
   let server = await startServer({ keys: [`${key}@rules`], dataDir, shards: SHARDS, env: serverEnv });
   const api = client(server.baseUrl, key);
   // Two customers on each shard, so that both shards' logs grow.
-  const customers: string[] = [];
-  const perShard = new Array<number>(SHARDS).fill(0);
-  while (customers.length < 2 * SHARDS) {
-    const r = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Rules', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    const shard = partitionOfId(r.body.data.id) % SHARDS;
-    if (perShard[shard]! >= 2) continue;
-    perShard[shard]! += 1;
-    customers.push(r.body.data.id);
-  }
+  const customers = await customersOnEveryShard(api, { shards: SHARDS, each: 2, name: 'Rules' });
   await pay(server.baseUrl, customers, acked, 200);
   await server.kill();
 

@@ -6,15 +6,14 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { client, idem, secretKey } from '../helpers/server.ts';
+import { customersOnEveryShard, startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
 import { ShardStore } from '../../src/store/shard-store.ts';
 import { decodeLogBody } from '../../src/journal/log-record.ts';
 import { shardFile } from '../../src/shard/layout.ts';
-import { partitionOfId } from '../../src/ids.ts';
 
 const key = secretKey();
 const skip = natsServerBinary() !== null ? false : 'nats-server is not installed (apt-get install nats-server)';
@@ -113,15 +112,7 @@ before(async () => {
   first = await cluster.owner();
   const api = client(cluster.nodes[first]!.server.baseUrl, key);
   // Every shard's log grows.
-  const perShard = new Array<number>(SHARDS).fill(0);
-  while (customers.length < 4 * SHARDS) {
-    const r = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Truncated', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    const shard = partitionOfId(r.body.data.id) % SHARDS;
-    if (perShard[shard]! >= 4) continue;
-    perShard[shard]! += 1;
-    customers.push(r.body.data.id);
-  }
+  customers.push(...(await customersOnEveryShard(api, { shards: SHARDS, each: 4, name: 'Truncated' })));
   const pay = async (i: number): Promise<void> => {
     const body = { customer_id: customers[i % customers.length], amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' };
     const idempotencyKey = idem();

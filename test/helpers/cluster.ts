@@ -3,7 +3,9 @@
 // Invariant: processes are found and killed by PID (a node's server is its child process).
 import { spawnSync } from 'node:child_process';
 import { freePort, startNatsCluster, type NatsCluster } from './nats.ts';
-import { startServer, tempDataDir, type TestServer } from './server.ts';
+import assert from 'node:assert/strict';
+import { idem, startServer, tempDataDir, uniqueEmail, uniquePhone, type client, type TestServer } from './server.ts';
+import { partitionOfId } from '../../src/ids.ts';
 import { until } from './wait.ts';
 
 export const CLUSTER_SECRET = 'test-cluster-secret-0123456789';
@@ -111,4 +113,22 @@ export async function withCluster(options: { keys: string[]; size?: number; env?
 function lastOwnership(output: string): string {
   const lines = output.split('\n').filter((l) => /owns all|stops serving|exited \(|could not take over/.test(l));
   return lines[lines.length - 1] ?? '';
+}
+
+/**
+ * Creates customers until each of `shards` shards holds `each` of them (a customer's partition, and so
+ * its shard, is chosen by the server), so every shard's log grows; returns their ids in creation order.
+ */
+export async function customersOnEveryShard(api: ReturnType<typeof client>, options: { shards: number; each: number; name: string }): Promise<string[]> {
+  const customers: string[] = [];
+  const perShard = new Array<number>(options.shards).fill(0);
+  while (customers.length < options.each * options.shards) {
+    const r = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: options.name, email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    const shard = partitionOfId(r.body.data.id) % options.shards;
+    if (perShard[shard]! >= options.each) continue;
+    perShard[shard]! += 1;
+    customers.push(r.body.data.id);
+  }
+  return customers;
 }
