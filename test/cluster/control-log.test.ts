@@ -36,8 +36,8 @@ afterEach(async () => {
 
 after(async () => {
   if (skip !== false) return;
-  await nc.close();
-  await nats.stop();
+  await nc?.close(); // undefined when the cluster never started: the hook must still stop what did
+  await nats?.stop();
 });
 
 /** Appends an epoch marker as a takeover does; returns its sequence (the next owner's fence). */

@@ -31,8 +31,8 @@ before(async () => {
 
 after(async () => {
   if (skip !== false) return;
-  await nc.close();
-  await nats.stop();
+  await nc?.close(); // undefined when the cluster never started: the hook must still stop what did
+  await nats?.stop();
 });
 
 /** A shard file in a fresh data dir that records the rows it appends. */

@@ -28,8 +28,8 @@ before(async () => {
 
 after(async () => {
   if (skip !== false) return;
-  await nc.close();
-  await nats.stop();
+  await nc?.close(); // undefined when the cluster never started: the hook must still stop what did
+  await nats?.stop();
 });
 
 /** A fresh stream and shard file; the journal's fence is the stream's last sequence after `prefill`. */

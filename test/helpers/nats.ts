@@ -53,7 +53,11 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+/**
+ * Waits until `port` accepts connections; fails at once (with the server's output) if the server
+ * exited meanwhile, e.g. because another process took a port between freePort() and its bind.
+ */
+async function waitForPort(port: number, timeoutMs: number, node?: NatsNode): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -64,7 +68,11 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
       socket.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} in ${timeoutMs} ms`);
+    const child = node?.child;
+    if (child !== undefined && child !== null && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new Error(`nats-server ${node!.name} exited before it listened on ${port}: ${node!.output().slice(-500)}`);
+    }
+    if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} in ${timeoutMs} ms${node === undefined ? '' : `: ${node.output().slice(-500)}`}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -85,7 +93,20 @@ async function jetStreamPlaces(urls: readonly string[], size: number): Promise<v
   }
 }
 
+/** Attempts at a cluster: a port taken between freePort() and a server's bind costs one more. */
+const CLUSTER_ATTEMPTS_MAX = 3;
+
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startNatsClusterOnce(size);
+    } catch (error) {
+      if (attempt >= CLUSTER_ATTEMPTS_MAX) throw error;
+    }
+  }
+}
+
+async function startNatsClusterOnce(size: number): Promise<NatsCluster> {
   const binary = natsServerBinary();
   if (binary === null) throw new Error('nats-server is not installed (apt-get install nats-server)');
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-nats-'));
@@ -114,8 +135,15 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     node.output = () => output;
   };
   for (const node of nodes) launch(node);
-  for (const node of nodes) await waitForPort(node.clientPort, 15_000);
-  await jetStreamPlaces(nodes.map((n) => n.url), size);
+  try {
+    for (const node of nodes) await waitForPort(node.clientPort, 15_000, node);
+    await jetStreamPlaces(nodes.map((n) => n.url), size);
+  } catch (error) {
+    // Nothing of a failed attempt is left running or on disk.
+    for (const node of nodes) node.child?.kill('SIGKILL');
+    fs.rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
   const killOne = async (index: number): Promise<void> => {
     const child = nodes[index]!.child;
     if (child === null || child.exitCode !== null || child.signalCode !== null) return;
@@ -129,7 +157,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     kill: killOne,
     restart: async (index) => {
       launch(nodes[index]!);
-      await waitForPort(nodes[index]!.clientPort, 15_000);
+      await waitForPort(nodes[index]!.clientPort, 15_000, nodes[index]!);
     },
     stop: async () => {
       for (let i = 0; i < nodes.length; i += 1) await killOne(i);
