@@ -27,8 +27,10 @@ export class LogWriter {
   }
 
   write(text: string): boolean {
-    const bytes = Buffer.byteLength(text);
-    if (this.used + bytes > this.buffer.length) this.grow(bytes);
+    // A character is at most 3 UTF-8 bytes (a surrogate pair is 2 characters for 4 bytes): with that much
+    // room the line fits whole, so its exact length (Buffer.byteLength, a scan of every line) is not needed.
+    const bytesMax = text.length * 3;
+    if (this.used + bytesMax > this.buffer.length) this.grow(bytesMax);
     this.used += this.buffer.write(text, this.used);
     if (this.used >= CHUNK_BYTES) this.flush();
     return true;
