@@ -33,6 +33,8 @@ export interface Incoming {
   route: string;
   /** Counted out of the in-flight total (answered or aborted). */
   settled: boolean;
+  /** An abort handler is registered (a body is awaited, or the answer comes after uWS's callback). */
+  abortWatched: boolean;
 }
 
 export const EMPTY_BODY = Buffer.alloc(0);

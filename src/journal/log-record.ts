@@ -28,16 +28,17 @@ export function logRowChecksum(lsnFirst: number, n: number, batch: number, body:
 
 /** The row body for a batch's records: [version][codec][frames, maybe deflated]. */
 export function encodeLogBody(records: readonly LogRecord[]): Buffer {
-  const jsons = records.map((r) => Buffer.from(r.body, 'utf8'));
-  const size = jsons.reduce((sum, j) => sum + FRAME_HEADER_BYTES + j.length, 0);
+  // Each record's UTF-8 is written straight into the frames (no buffer of its own to copy from).
+  const lengths = records.map((r) => Buffer.byteLength(r.body, 'utf8'));
+  const size = lengths.reduce((sum, length) => sum + FRAME_HEADER_BYTES + length, 0);
   const frames = Buffer.allocUnsafe(size);
   let at = 0;
   for (let i = 0; i < records.length; i += 1) {
-    const json = jsons[i]!;
+    const length = lengths[i]!;
     frames.writeUInt16LE(records[i]!.partition, at);
-    frames.writeUInt32LE(json.length, at + 2);
-    json.copy(frames, at + FRAME_HEADER_BYTES);
-    at += FRAME_HEADER_BYTES + json.length;
+    frames.writeUInt32LE(length, at + 2);
+    frames.write(records[i]!.body, at + FRAME_HEADER_BYTES, length, 'utf8');
+    at += FRAME_HEADER_BYTES + length;
   }
   const deflate = size >= DEFLATE_FROM_BYTES;
   const payload = deflate ? deflateRawSync(frames, { level: 1 }) : frames;
