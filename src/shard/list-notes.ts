@@ -7,10 +7,11 @@ import type { Hold, LedgerOp } from '../ledger/ledger.ts';
 import type { ListRow } from '../store/list-index.ts';
 import { registerEventBodyRebuilder } from '../store/log-pointers.ts';
 import type { OutboxEvent, PartitionState, Wallet } from './state.ts';
+import { isoTime } from '../iso-time.ts';
 
 /** The payload a webhook delivers for this event: what GET /v1/events shows, byte for byte. */
 export function eventBody(event: OutboxEvent): string {
-  return JSON.stringify({ id: event.id, event_type: event.type, event_key: event.key, occurred_at: new Date(event.occurredAtMs).toISOString(), data: event.data });
+  return JSON.stringify({ id: event.id, event_type: event.type, event_key: event.key, occurred_at: isoTime(event.occurredAtMs), data: event.data });
 }
 
 /** An event row stored empty reads its body from the record that added it (store/log-pointers.ts). */

@@ -5,9 +5,10 @@ import { availableMinor, balanceMinor } from '../ledger/ledger.ts';
 import { type Customer, type PartitionState, type Payment, type Reconciliation, type Transaction, type Wallet } from './state.ts';
 import { collectionExpiresAtMs } from './collections.ts';
 import type { ReplyView } from '../store/tiers.ts';
+import { isoTime } from '../iso-time.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
-export const iso = (ms: number): string => new Date(ms).toISOString();
+export const iso = isoTime;
 
 export function customerView(c: Customer): object {
   return {

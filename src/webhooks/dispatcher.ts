@@ -12,6 +12,7 @@ import { resolveDelivery, systemLookup, type LookupAll, type ResolvedTarget, typ
 import { ATTEMPTS_MAX, SUCCESS_STATUSES, nextAttemptAtMs } from './schedule.ts';
 import { signature } from './verify-webhook.ts';
 import type { AttemptResult, Delivery, Subscription, WebhookStore } from './store.ts';
+import { isoTime } from '../iso-time.ts';
 
 export interface DispatcherOptions {
   store: WebhookStore;
@@ -94,7 +95,7 @@ export class Dispatcher {
       id: event.id,
       event_type: event.type,
       event_key: event.key,
-      occurred_at: new Date(event.occurredAtMs).toISOString(),
+      occurred_at: isoTime(event.occurredAtMs),
       data: event.data,
     });
     // Wall-clock seconds: receivers compare the timestamp with their own clock, not the sandbox's.
