@@ -30,13 +30,17 @@ export type FeeRule = Static<typeof FeeRuleSchema>;
 export type FeeCharge = 'from_amount' | 'on_top';
 
 /**
- * floor(amount × bps / 10 000) in bigint: exact for every safe amount, rounded down so the fraction of
- * a minor unit stays with the payer. At most the amount, since bps ≤ 10 000. Throws RangeError on an
- * amount that is not a non-negative safe integer.
+ * floor(amount × bps / 10 000), exact for every safe amount, rounded down so the fraction of a minor
+ * unit stays with the payer. At most the amount, since bps ≤ 10 000. Throws RangeError on an amount that
+ * is not a non-negative safe integer.
  */
 export function bpsOfMinor(amountMinor: number, bps: number): number {
   assertMinor(amountMinor);
   assert(Number.isInteger(bps) && bps >= 0 && bps <= BPS_PER_WHOLE, `fee: basis points must be an integer in 0…${BPS_PER_WHOLE}, got ${bps}`);
+  const product = amountMinor * bps;
+  // A safe product is exact, and so are its remainder and the division of what is left (a multiple of
+  // 10 000): no float rounding, and no bigint allocated on every payment. Larger products go through bigint.
+  if (product <= Number.MAX_SAFE_INTEGER) return (product - (product % BPS_PER_WHOLE)) / BPS_PER_WHOLE;
   return Number((BigInt(amountMinor) * BigInt(bps)) / BigInt(BPS_PER_WHOLE));
 }
 
@@ -48,7 +52,16 @@ export function bpsOfMinor(amountMinor: number, bps: number): number {
 export function feeMinor(rule: FeeRule, amountMinor: number, charge: FeeCharge): number {
   assertPositiveMinor(amountMinor);
   assert(isMinor(rule.flat_minor) && (rule.cap_minor === null || isMinor(rule.cap_minor)), 'fee: a rule is checked against FeeRuleSchema when its file loads');
-  let fee = BigInt(rule.flat_minor) + BigInt(bpsOfMinor(amountMinor, rule.percent_bps));
+  const share = bpsOfMinor(amountMinor, rule.percent_bps);
+  const sum = rule.flat_minor + share;
+  if (Number.isSafeInteger(sum)) {
+    // Two safe integers whose float sum is safe add exactly (a true sum past 2^53 never lands below it).
+    let fast = sum;
+    if (rule.cap_minor !== null && fast > rule.cap_minor) fast = rule.cap_minor;
+    if (charge === 'from_amount' && fast > amountMinor) fast = amountMinor;
+    return fast;
+  }
+  let fee = BigInt(rule.flat_minor) + BigInt(share);
   if (rule.cap_minor !== null && fee > BigInt(rule.cap_minor)) fee = BigInt(rule.cap_minor);
   if (charge === 'from_amount' && fee > BigInt(amountMinor)) fee = BigInt(amountMinor);
   const minor = toMinor(fee);
