@@ -181,28 +181,15 @@ export class PendingDerived {
    * prefix of each); the memory lets go of them (the caller writes them at once).
    */
   takeSome(rowsMax: number): DerivedBatch {
-    const rows = this.rows;
-    if (rowsMax >= rows) return this.take();
-    // The same share of every table, so that each kind of row waits about as long as the others: taken
-    // list rows first, the cold, idempotency and expiry rows waited for the next image (seconds), long
-    // enough to be promoted to V8's old generation and die there, which lengthened every scavenge and
-    // added old-generation collections (the POST's p99). Shares round down; what rounding left goes one
-    // row a table (list rows first), so a slice is exactly `rowsMax` rows.
-    const lengths = [this.list.length, this.entries.length, this.cold.length, this.idem.length, this.due.length];
-    const shares = lengths.map((length) => Math.floor((length * rowsMax) / rows));
-    let left = Math.max(0, Math.floor(rowsMax)) - shares.reduce((sum, share) => sum + share, 0);
-    for (let i = 0; left > 0; i = (i + 1) % shares.length) {
-      if (shares[i]! < lengths[i]!) {
-        shares[i]! += 1;
-        left -= 1;
-      }
-    }
-    const list = this.list.shift(shares[0]!);
-    const entries = this.entries.shift(shares[1]!);
+    if (rowsMax >= this.rows) return this.take();
+    // List rows first: they are the ones a list page merges from memory (the smaller that set, the cheaper).
+    const list = this.list.shift(rowsMax);
+    const entries = this.entries.shift(rowsMax - list.length);
     this.forgetListed(list, entries);
-    const cold = this.cold.shift(shares[2]!);
-    const idem = this.idem.shift(shares[3]!);
-    const due = this.due.shift(shares[4]!);
+    rowsMax -= list.length + entries.length;
+    const cold = this.cold.shift(rowsMax);
+    const idem = this.idem.shift(rowsMax - cold.length);
+    const due = this.due.shift(rowsMax - cold.length - idem.length);
     for (const row of cold) {
       const key = `${row.kind} ${row.id}`;
       const versions = this.coldByKey.get(key)!;
