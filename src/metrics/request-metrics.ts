@@ -25,9 +25,19 @@ interface CollectedMetric {
   reset(): void;
 }
 
+/** One method on one route: its duration series and its count series by status. */
+interface MethodSeries {
+  duration: DurationSeries;
+  byStatus: Map<number, Series>;
+}
+
 export class RequestMetrics {
-  private readonly counts = new Map<string, Series>();
-  private readonly durations = new Map<string, DurationSeries>();
+  /**
+   * route template → method → series. Two lookups keyed by strings uWS and the route table already made
+   * (the template is the route table's own string, its hash cached), then the status by number: no key
+   * string is built per request.
+   */
+  private readonly series = new Map<string, Map<string, MethodSeries>>();
 
   constructor(
     registry: Registry,
@@ -41,19 +51,20 @@ export class RequestMetrics {
 
   /** One answered request: counted by method, route template and status; timed by method and route. */
   observe(method: string, route: string, status: number, seconds: number): void {
-    const durationKey = `${method} ${route}`;
-    const countKey = `${durationKey} ${status}`;
-    let count = this.counts.get(countKey);
+    let methods = this.series.get(route);
+    if (methods === undefined) this.series.set(route, (methods = new Map()));
+    let of = methods.get(method);
+    if (of === undefined) {
+      of = { duration: { labels: { method, route }, count: 0, sumSeconds: 0, buckets: new Float64Array(this.bucketsSeconds.length + 1) }, byStatus: new Map() };
+      methods.set(method, of);
+    }
+    let count = of.byStatus.get(status);
     if (count === undefined) {
       count = { labels: { method, route, status: String(status) }, count: 0 };
-      this.counts.set(countKey, count);
+      of.byStatus.set(status, count);
     }
     count.count += 1;
-    let duration = this.durations.get(durationKey);
-    if (duration === undefined) {
-      duration = { labels: { method, route }, count: 0, sumSeconds: 0, buckets: new Float64Array(this.bucketsSeconds.length + 1) };
-      this.durations.set(durationKey, duration);
-    }
+    const duration = of.duration;
     duration.count += 1;
     duration.sumSeconds += seconds;
     let bucket = 0;
@@ -61,13 +72,17 @@ export class RequestMetrics {
     duration.buckets[bucket]! += 1;
   }
 
+  private *allSeries(): IterableIterator<MethodSeries> {
+    for (const methods of this.series.values()) yield* methods.values();
+  }
+
   private countMetric(): CollectedMetric {
     const name = 'kobo_http_requests_total';
     const help = 'HTTP requests answered, by method, route template and status.';
     return {
       name, help, type: 'counter', aggregator: 'sum',
-      get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: [...this.counts.values()].map((s) => ({ labels: s.labels, value: s.count })) }),
-      reset: () => this.counts.clear(),
+      get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: [...this.allSeries()].flatMap((of) => [...of.byStatus.values()].map((s) => ({ labels: s.labels, value: s.count }))) }),
+      reset: () => this.series.clear(),
     };
   }
 
@@ -78,7 +93,7 @@ export class RequestMetrics {
       name, help, type: 'histogram', aggregator: 'sum',
       get: async () => {
         const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
-        for (const s of this.durations.values()) {
+        for (const { duration: s } of this.allSeries()) {
           let cumulative = 0;
           this.bucketsSeconds.forEach((le, i) => {
             cumulative += s.buckets[i]!;
@@ -90,7 +105,7 @@ export class RequestMetrics {
         }
         return { name, help, type: 'histogram', aggregator: 'sum', values };
       },
-      reset: () => this.durations.clear(),
+      reset: () => this.series.clear(),
     };
   }
 }

@@ -102,7 +102,9 @@ export function createLogging(level: Config['logLevel']): Logging {
         iso = new Date(nowMs).toISOString();
       }
       destination.write(
-        `${head}${iso}${base}${quoted(r.reqId)},"method":${quoted(r.method)},"route":${r.route === '' ? 'null' : quoted(r.route)},` +
+        // The request id and the route template are kobo's own (base-36 digits, a path from the route
+        // table): written as they are. What a client sent (method, path) and the address are quoted.
+        `${head}${iso}${base}"${r.reqId}","method":${quoted(r.method)},"route":${r.route === '' ? 'null' : `"${r.route}"`},` +
           `"path":${quoted(r.path)},"status":${r.status},"ms":${r.ms},"ip":${quoted(r.ip)},` +
           `"account":${r.account === null ? 'null' : quoted(r.account)},"key_id":${r.keyId === null ? 'null' : quoted(r.keyId)},"msg":"request"}\n`,
       );
