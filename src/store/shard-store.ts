@@ -30,15 +30,31 @@ export { walChecksum };
 
 export { snapshotChecksum, type SnapshotRow } from './snapshot-table.ts';
 
-/** Opens a shard or control database with the durability settings every open must have. */
-export function openDatabase(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}): Database.Database {
+/**
+ * Page size of a shard file created from now on. Every commit rewrites whole pages into the journal (the
+ * group commit's log page, the right edge of each b-tree a derived write touches, page 1 whenever the file
+ * grows), so the bytes a payment costs the disk scale with the page: 1 KiB wrote ~25% less than 4 KiB per
+ * payment in the disk bench (bench/RESULTS.md). A file keeps the page size it was created with.
+ */
+export const SHARD_PAGE_SIZE_BYTES = 1_024;
+/** Journal bytes after which a commit checkpoints: sqlite's default (1,000 pages) of 4 KiB pages, whatever the page size. */
+export const WAL_CHECKPOINT_BYTES = 4 * 1_024 * 1_024;
+
+/**
+ * Opens a shard or control database with the durability settings every open must have. `pageSizeBytes`:
+ * the page size if this open creates the file (ignored for an existing one).
+ */
+export function openDatabase(file: string, options: { readonly?: boolean; deferredSync?: boolean; pageSizeBytes?: number } = {}): Database.Database {
   const db = new Database(file, { readonly: options.readonly === true, fileMustExist: options.readonly === true });
+  // Takes effect only while the file is empty: before the journal mode, which writes its header.
+  if (options.readonly !== true && options.pageSizeBytes !== undefined) db.pragma(`page_size = ${options.pageSizeBytes}`);
   if (options.readonly !== true) db.pragma('journal_mode = WAL');
   // FULL: the sqlite journal is fsynced at every commit, so an acknowledged batch survives power loss.
   // A shard worker instead fsyncs the journal itself, off its thread, before it answers (syncJournal):
   // NORMAL still syncs around every checkpoint, which is when sqlite moves or reuses journal frames.
   db.pragma(options.deferredSync === true ? 'synchronous = NORMAL' : 'synchronous = FULL');
   db.pragma('busy_timeout = 5000');
+  if (options.readonly !== true) db.pragma(`wal_autocheckpoint = ${Math.ceil(WAL_CHECKPOINT_BYTES / (db.pragma('page_size', { simple: true }) as number))}`);
   return db;
 }
 
@@ -74,7 +90,7 @@ export class ShardStore implements ColdReader {
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
   constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean; walSegmentRecords?: number } = {}) {
-    this.db = openDatabase(file, options);
+    this.db = openDatabase(file, Object.assign({ pageSizeBytes: SHARD_PAGE_SIZE_BYTES }, options));
     this.statements = new Statements(this.db);
     this.journalSync = new JournalSync(`${file}-wal`);
     this.idem = new IdemLog(this.db);
