@@ -97,6 +97,7 @@ export class ShardStore implements ColdReader {
     this.due = new DueLog(this.db);
     this.cold = new ColdTable(this.db);
     if (options.readonly !== true) {
+      ListIndex.relayout(this.db);
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         ${SNAPSHOTS_SQL}
