@@ -38,6 +38,17 @@ function writeBytes(pid: number): number {
   return Number(line.split(':')[1]);
 }
 
+/** The process's CPU time so far (user + system), in µs, from /proc/PID/stat. */
+function cpuUs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 of stat(5) (utime, stime), counted after the command name's closing parenthesis.
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS_PER_S;
+}
+
+/** sysconf(_SC_CLK_TCK) on Linux. */
+const CLOCK_TICKS_PER_S = 100;
+
 function dirBytes(dir: string): number {
   let sum = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -129,6 +140,7 @@ async function main(): Promise<void> {
     const trace = TRACE_WRITES ? traceWrites(server.pid, traceFile) : null;
     if (trace !== null) await new Promise((r) => setTimeout(r, TRACE_ATTACH_MS));
     const before = writeBytes(server.pid);
+    const cpuBefore = cpuUs(server.pid);
     const started = performance.now();
     let next = 0;
     let failed = 0;
@@ -141,13 +153,16 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
     const elapsedS = (performance.now() - started) / 1000;
     const written = writeBytes(server.pid) - before;
+    const cpuRun = cpuUs(server.pid) - cpuBefore;
     // The stop writes what the run deferred (derived rows past the fsync, the partition images, the
     // final checkpoint): its write_bytes, read every few ms until the process is gone (a lower bound:
     // the last few milliseconds before exit can be missed).
     let lastSeen = written + before;
+    let lastCpu = cpuRun + cpuBefore;
     const watch = setInterval(() => {
       try {
         lastSeen = writeBytes(server.pid);
+        lastCpu = cpuUs(server.pid);
       } catch {
         // gone: the last reading stands
       }
@@ -164,6 +179,9 @@ async function main(): Promise<void> {
       writtenBytesPerPayment: Math.round(written / payments),
       writtenBytesPerPaymentWithStop: Math.round(writtenWithStop / payments),
       diskBytesPerPaymentAfterSnapshot: Math.round(diskBytes / payments),
+      // The server's CPU (all threads) a payment, in the run and with the stop's writes (polled: a lower bound).
+      cpuUsPerPayment: Math.round(cpuRun / payments),
+      cpuUsPerPaymentWithStop: Math.round((lastCpu - cpuBefore) / payments),
       writesByFile: trace === null ? undefined : traceSummary(traceFile, payments),
       targets: { writtenBytesPerPaymentMax: TARGET_WRITTEN_BYTES_MAX, diskBytesPerPaymentMax: TARGET_DISK_BYTES_MAX },
     };
