@@ -49,6 +49,12 @@ export class ListCustomers {
     return row.id;
   }
 
+  /** Forgets every cached number: a write transaction that made some was rolled back. */
+  forget(): void {
+    this.numbers.clear();
+    this.ids.clear();
+  }
+
   private remember(n: number, id: string): void {
     if (this.numbers.size >= CUSTOMERS_CACHED_MAX) (this.numbers.clear(), this.ids.clear());
     this.numbers.set(id, n);

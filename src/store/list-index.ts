@@ -164,6 +164,15 @@ export class ListIndex {
     return this.numbered ? this.customers.numberOf(customerId, create) : customerId;
   }
 
+  /**
+   * Forgets the cached owner and customer numbers: numbers made inside a write transaction that was rolled
+   * back (disk full, I/O error) are not in the file, and a later write must not name them.
+   */
+  forgetNumbers(): void {
+    this.owners.clear();
+    this.customers.forget();
+  }
+
   /** The owner's number, made on first use when `create` (inside the caller's write transaction). */
   private ownerNumber(owner: string, create: boolean): number | undefined {
     const cached = this.owners.get(owner);

@@ -128,11 +128,23 @@ export class ShardStore implements ColdReader {
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
     this.snapshots = new SnapshotTable(this.db);
-    this.writeDerivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
-    this.appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
+    const derivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
+    this.writeDerivedTx = (derived) => this.forgettingNumbersOnFailure(() => derivedTx(derived));
+    const appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
       this.wal.append(this.nextLsn, this.nextBatch, records);
       return derived === null ? [] : this.writeDerivedRows(derived);
     });
+    this.appendTx = (records, derived) => (derived === null ? appendTx(records, null) : this.forgettingNumbersOnFailure(() => appendTx(records, derived)));
+  }
+
+  /** Runs a write of list rows; if it throws (its transaction rolled back), the list index forgets the numbers it cached. */
+  private forgettingNumbersOnFailure<T>(write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      this.lists?.forgetNumbers();
+      throw error;
+    }
   }
 
   private stmt(sql: string): Database.Statement {

@@ -138,6 +138,24 @@ describe('list customers', () => {
     db.close();
   });
 
+  it('a derived write that numbered a new customer and then failed (rolled back) → the next write numbers it again: its rows page, nothing damaged', () => {
+    const file = path.join(tempDataDir('list-customers'), 'shard-0.db');
+    let store = new ShardStore(file);
+    const listed = { kind: 'payment' as const, id: '01J00000000000000000PAY900', owner: OWNER, customerId: CUSTOMERS[0], status: 'pending', body: null, lsn: 1 };
+    // An idempotency change that throws after the list rows are applied, inside the same transaction.
+    const broken = { lsn: 1, partition: 0, op: { op: 'put', record: { scope: undefined } } } as unknown as Parameters<ShardStore['writeDerivedNow']>[0]['idem'][number];
+    assert.throws(() => store.writeDerivedNow({ cold: [], idem: [broken], due: [], list: [listed] }));
+    assert.equal(store.db.prepare('SELECT count(*) FROM list_customers').pluck().get(), 0, 'the number was rolled back');
+    store.writeDerivedNow({ cold: [], idem: [], due: [], list: [listed] });
+    assert.equal(store.db.prepare('SELECT count(*) FROM list_customers').pluck().get(), 1);
+    store.close();
+    // A fresh open has no cached numbers: it reads the mapping the file holds.
+    store = new ShardStore(file);
+    assert.deepEqual(store.listPage(query(CUSTOMERS[0], null)).map((r) => r.id), [listed.id]);
+    assert.deepEqual([...damagedListRows(store.db)], []);
+    store.close();
+  });
+
   it(`a new shard file → pages of ${SHARD_PAGE_SIZE_BYTES} bytes, and a journal that checkpoints at ~4 MiB`, () => {
     const store = new ShardStore(path.join(tempDataDir('list-customers'), 'shard-0.db'));
     assert.equal(store.db.pragma('page_size', { simple: true }), SHARD_PAGE_SIZE_BYTES);
