@@ -31,12 +31,14 @@ export { walChecksum };
 export { snapshotChecksum, type SnapshotRow } from './snapshot-table.ts';
 
 /**
- * Page size of a shard file created from now on. Every commit rewrites whole pages into the journal (the
- * group commit's log page, the right edge of each b-tree a derived write touches, page 1 whenever the file
- * grows), so the bytes a payment costs the disk scale with the page: 1 KiB wrote ~25% less than 4 KiB per
- * payment in the disk bench (bench/RESULTS.md). A file keeps the page size it was created with.
+ * Page size of a shard file created from now on (sqlite's default). Every commit rewrites whole pages into
+ * the journal (the group commit's log page, page 1 whenever the file grows, the right edge of each b-tree a
+ * derived write touches), so written bytes scale with the page: 1 KiB pages wrote ~35% fewer bytes a
+ * payment in the disk bench, but the durable POST's A/B measured 3–13% more CPU a request (four times the
+ * pwrite calls and b-tree pages for the same rows), so they are not the default (bench/RESULTS.md, "Disk per
+ * payment"). A file keeps the page size it was created with.
  */
-export const SHARD_PAGE_SIZE_BYTES = 1_024;
+export const SHARD_PAGE_SIZE_BYTES = 4_096;
 /** Journal bytes after which a commit checkpoints: sqlite's default (1,000 pages) of 4 KiB pages, whatever the page size. */
 export const WAL_CHECKPOINT_BYTES = 4 * 1_024 * 1_024;
 

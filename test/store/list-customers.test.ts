@@ -41,7 +41,7 @@ function oldRows(): TextCustomerListRow[] {
 function oldFile(damaged: readonly string[] = [], withChecksums = true): string {
   const file = path.join(tempDataDir('list-customers'), 'shard-0.db');
   const db = new Database(file);
-  db.pragma('page_size = 4096');
+  db.pragma('page_size = 2048');
   db.pragma('journal_mode = WAL');
   db.exec(withChecksums ? TEXT_CUSTOMER_SQL : TEXT_CUSTOMER_SQL.replace('lsn INTEGER NOT NULL, crc INTEGER, PRIMARY KEY (o, k, id)', 'lsn INTEGER NOT NULL, PRIMARY KEY (o, k, id)'));
   db.prepare('INSERT INTO list_owners (n, owner) VALUES (1, ?)').run(OWNER);
@@ -85,7 +85,7 @@ describe('list customers', () => {
     const event = store.listRow(OWNER, 'event', '01J00000000000000000EVT001');
     assert.equal(event?.customerId, CUSTOMERS[0], 'an event names its customer by id, as before');
     assert.deepEqual([...damagedListRows(store.db)], []);
-    assert.equal(store.db.pragma('page_size', { simple: true }), 4096, 'an old file keeps its page size');
+    assert.equal(store.db.pragma('page_size', { simple: true }), 2048, 'an old file keeps its page size');
     store.close();
     // A second open finds nothing to move.
     const again = new ShardStore(file);
@@ -156,7 +156,7 @@ describe('list customers', () => {
     store.close();
   });
 
-  it(`a new shard file → pages of ${SHARD_PAGE_SIZE_BYTES} bytes, and a journal that checkpoints at ~4 MiB`, () => {
+  it(`a new shard file → pages of ${SHARD_PAGE_SIZE_BYTES} bytes, and a journal that checkpoints every 4 MiB`, () => {
     const store = new ShardStore(path.join(tempDataDir('list-customers'), 'shard-0.db'));
     assert.equal(store.db.pragma('page_size', { simple: true }), SHARD_PAGE_SIZE_BYTES);
     assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), (4 * 1024 * 1024) / SHARD_PAGE_SIZE_BYTES);
