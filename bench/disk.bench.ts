@@ -2,8 +2,10 @@
 // shard count), N bank-transfer POSTs with 64 in flight, and the server process's write_bytes
 // (/proc/PID/io) over them; then the stop (which writes the deferred derived rows and the images: its
 // write_bytes too, as `writtenBytesPerPaymentWithStop`), and the data dir's size per payment.
-// Run: npx tsx bench/disk.bench.ts [--payments N] [--in-flight N] (defaults 10,000 and 64). Targets from issue #22: ≤ 1,500 bytes
-// written per payment, ≤ 1 KB on disk per payment after a snapshot. Talks to 127.0.0.1 only; stops itself.
+// Run: npx tsx bench/disk.bench.ts [--payments N] [--in-flight N] [--trace-writes] (defaults 10,000 and 64). Targets from
+// issue #22: ≤ 1,500 bytes written per payment, ≤ 1 KB on disk per payment after a snapshot. `--trace-writes` attaches
+// strace to the server and splits the bytes by file (slower: batches grow). Talks to 127.0.0.1 only; stops itself.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -36,6 +38,17 @@ function writeBytes(pid: number): number {
   return Number(line.split(':')[1]);
 }
 
+/** The process's CPU time so far (user + system), in µs, from /proc/PID/stat. */
+function cpuUs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 of stat(5) (utime, stime), counted after the command name's closing parenthesis.
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS_PER_S;
+}
+
+/** sysconf(_SC_CLK_TCK) on Linux. */
+const CLOCK_TICKS_PER_S = 100;
+
 function dirBytes(dir: string): number {
   let sum = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -64,6 +77,44 @@ function request(port: number, secret: string, method: string, urlPath: string, 
   });
 }
 
+const TRACE_WRITES = process.argv.includes('--trace-writes');
+/** How long strace may take to attach before the run starts regardless. */
+const TRACE_ATTACH_MS = 1_000;
+
+/** strace of the server's writes and syncs (every thread), into `file`; stopped by its own PID. */
+function traceWrites(pid: number, file: string): { stop: () => Promise<void> } {
+  const child = spawn('strace', ['-f', '-qq', '-y', '-x', '-s', '8', '-e', 'trace=pwrite64,write,writev,fdatasync,fsync', '-o', file, '-p', String(pid)], { stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    stop: async () => {
+      // strace ends by itself when the server exits; it may have done so just before this.
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        try {
+          process.kill(child.pid, 'SIGINT');
+        } catch {
+          // already gone
+        }
+      }
+      await exited;
+    },
+  };
+}
+
+/** Bytes written and calls per file (the -wal, the db, the rest) and syncs, from an strace output. */
+function traceSummary(file: string, payments: number): Record<string, { calls: number; bytesPerPayment: number }> {
+  const out: Record<string, { calls: number; bytes: number }> = {};
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const m = /^\d+\s+(pwrite64|write|writev|fdatasync|fsync)\(\d+<([^>]*)>.*=\s+(\d+)$/.exec(line);
+    if (m === null) continue;
+    const target = m[2]!.endsWith('-wal') ? 'wal' : m[2]!.endsWith('.db') ? path.basename(m[2]!) : m[2]!.startsWith('socket:') || m[2]!.startsWith('pipe:') ? 'sockets' : 'other';
+    const key = m[1] === 'fdatasync' || m[1] === 'fsync' ? `${m[1]} ${target}` : target;
+    const entry = (out[key] ??= { calls: 0, bytes: 0 });
+    entry.calls += 1;
+    if (!key.startsWith('f')) entry.bytes += Number(m[3]);
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, { calls: v.calls, bytesPerPayment: Math.round(v.bytes / payments) }]));
+}
+
 async function main(): Promise<void> {
   const payments = paymentsArg();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-disk-'));
@@ -85,7 +136,11 @@ async function main(): Promise<void> {
     const tier = await request(port, secret, 'PATCH', `/v1/customers/${customerId}`, { tier: 'tier_3' });
     if (tier.status !== 200) throw new Error(`tier: ${tier.status}`);
     await new Promise((r) => setTimeout(r, 500));
+    const traceFile = path.join(dataDir, '..', `${path.basename(dataDir)}.strace`);
+    const trace = TRACE_WRITES ? traceWrites(server.pid, traceFile) : null;
+    if (trace !== null) await new Promise((r) => setTimeout(r, TRACE_ATTACH_MS));
     const before = writeBytes(server.pid);
+    const cpuBefore = cpuUs(server.pid);
     const started = performance.now();
     let next = 0;
     let failed = 0;
@@ -98,19 +153,23 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
     const elapsedS = (performance.now() - started) / 1000;
     const written = writeBytes(server.pid) - before;
+    const cpuRun = cpuUs(server.pid) - cpuBefore;
     // The stop writes what the run deferred (derived rows past the fsync, the partition images, the
     // final checkpoint): its write_bytes, read every few ms until the process is gone (a lower bound:
     // the last few milliseconds before exit can be missed).
     let lastSeen = written + before;
+    let lastCpu = cpuRun + cpuBefore;
     const watch = setInterval(() => {
       try {
         lastSeen = writeBytes(server.pid);
+        lastCpu = cpuUs(server.pid);
       } catch {
         // gone: the last reading stands
       }
     }, STOP_POLL_MS);
     await server.stop();
     clearInterval(watch);
+    await trace?.stop();
     const writtenWithStop = lastSeen - before;
     const diskBytes = dirBytes(dataDir);
     const result = {
@@ -120,6 +179,10 @@ async function main(): Promise<void> {
       writtenBytesPerPayment: Math.round(written / payments),
       writtenBytesPerPaymentWithStop: Math.round(writtenWithStop / payments),
       diskBytesPerPaymentAfterSnapshot: Math.round(diskBytes / payments),
+      // The server's CPU (all threads) a payment, in the run and with the stop's writes (polled: a lower bound).
+      cpuUsPerPayment: Math.round(cpuRun / payments),
+      cpuUsPerPaymentWithStop: Math.round((lastCpu - cpuBefore) / payments),
+      writesByFile: trace === null ? undefined : traceSummary(traceFile, payments),
       targets: { writtenBytesPerPaymentMax: TARGET_WRITTEN_BYTES_MAX, diskBytesPerPaymentMax: TARGET_DISK_BYTES_MAX },
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
@@ -129,6 +192,7 @@ async function main(): Promise<void> {
     agent.destroy();
     if (process.argv.includes('--keep')) process.stdout.write(`data dir kept: ${dataDir}\n`);
     else fs.rmSync(dataDir, { recursive: true, force: true });
+    if (!process.argv.includes("--keep")) fs.rmSync(`${dataDir}.strace`, { force: true });
   }
 }
 

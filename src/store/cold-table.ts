@@ -11,17 +11,17 @@ import { DamagedRowError } from './row-checks.ts';
 import { decodeColdBody, encodeColdBody } from './cold-codec.ts';
 
 /**
- * A rowid table (a commit's rows go to its right edge, where sqlite appends a page without rebalancing
- * its neighbours) with a small unique index led by the id (a payment and its transaction, minted in the
- * same millisecond, land side by side at the index's right edge). The first layout kept the bodies in a
- * WITHOUT ROWID b-tree keyed (kind, id, lsn): every split of its right edge rewrote three leaves of
- * half-kilobyte bodies, and a bank-transfer commit wrote ~22 of its ~50 journal pages into it.
+ * One WITHOUT ROWID b-tree keyed (id, kind, lsn): ids are ULIDs, so a slice of new rows goes to the tree's
+ * right edge, and the id is stored once. The rowid layout before this one (a table plus a unique index on
+ * (id, kind, lsn)) stored every id twice: ~80 B more on disk a bank-transfer payment, whose two rows point
+ * into the log and hold no body. The first layout, keyed (kind, id, lsn), kept half-kilobyte bodies written
+ * in the request's transaction at two insertion points (one per kind); rows are now derived after the
+ * fsync in slices, and a finished body is deflated (~150 B, cold-codec.ts). Both older layouts move at open.
  */
 export const COLD_SQL = `
   CREATE TABLE IF NOT EXISTS cold (
     kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
-    body TEXT NOT NULL, crc INTEGER NOT NULL);
-  CREATE UNIQUE INDEX IF NOT EXISTS cold_version ON cold (id, kind, lsn);`;
+    body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (id, kind, lsn)) WITHOUT ROWID;`;
 
 export const COLD_COLUMNS = 'kind, id, lsn, partition, body, crc';
 
@@ -83,9 +83,9 @@ export class ColdTable {
     this.statements = new Statements(db);
   }
 
-  /** Files written with the WITHOUT ROWID layout are moved to the rowid one once, at open. */
+  /** Files written with an older layout (see COLD_SQL) are moved to this one once, at open. */
   static migrate(db: Database.Database): void {
-    relayoutTable(db, { table: 'cold', isOld: (sql) => /WITHOUT ROWID/i.test(sql), createSql: COLD_SQL, columns: COLD_COLUMNS });
+    relayoutTable(db, { table: 'cold', isOld: (sql) => !/PRIMARY KEY \(id, kind, lsn\)/i.test(sql), createSql: COLD_SQL, columns: COLD_COLUMNS });
   }
 
   /** Idempotent: replay writes the same (kind, id, lsn) with the same body. */

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { Statements } from './statements.ts';
-import { addChecksums, DamagedRowError, ENTRY_CHECKED_COLUMNS, entryRowChecksum, hasChecksumColumn, LIST_CHECKED_COLUMNS, listRowChecksum, type EntryRowFields, type ListRowFields } from './row-checks.ts';
+import { addChecksums, DamagedRowError, ENTRY_CHECKED_COLUMNS, entryRowChecksum, hasChecksumColumn, LIST_CHECKED_COLUMNS, listRowChecksum, TEXT_CUSTOMER_LIST_COLUMNS, textCustomerListRowChecksum, type EntryRowFields, type ListRowFields, type TextCustomerListRow } from './row-checks.ts';
+import { LIST_CUSTOMERS_SQL, ListCustomers } from './list-customers.ts';
 
 /** A `ledger_entries` row as read back (no `crc` from a file written before entries had one). */
 type StoredEntry = EntryRowFields & { crc?: number | null };
@@ -14,20 +15,22 @@ type StoredEntry = EntryRowFields & { crc?: number | null };
 // Compact on purpose: every row is written once per listable resource (two for a payment: the payment
 // and its transaction) and sits in three b-trees, so each byte of its key is paid three times on disk and
 // twice again in what the write and its checkpoint put through. The owner is a number from
-// `list_owners` and the kind a small integer (830 B a payment with text keys). Every index ends with the
+// `list_owners` and the kind a small integer (830 B a payment with text keys), and the customer a number
+// from `list_customers` (its id was 26 bytes in the row and again in the (customer, status) index: ~100 B
+// a bank-transfer payment, see list-customers.ts). Every index ends with the
 // ULID id, so a page naming a status (or none) is one range walk. A page naming a customer but no status
 // walks the (customer, status) index once per status that customer has (see `customerPage`): an index of
 // its own on (customer, id) cost ~134 B a payment on disk and a fourth b-tree write, for pages that
 // read at most (statuses + 1) × limit rows without it.
 export const LIST_SQL = `
   DROP TABLE IF EXISTS list_rows;
-  CREATE TABLE IF NOT EXISTS list_owners (n INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE);
+  CREATE TABLE IF NOT EXISTS list_owners (n INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE);${LIST_CUSTOMERS_SQL}
   CREATE TABLE IF NOT EXISTS lists (
-    o INTEGER NOT NULL, k INTEGER NOT NULL, id TEXT NOT NULL, customer_id TEXT, status TEXT, body TEXT,
+    o INTEGER NOT NULL, k INTEGER NOT NULL, id TEXT NOT NULL, c INTEGER, status TEXT, body TEXT,
     lsn INTEGER NOT NULL, crc INTEGER, PRIMARY KEY (o, k, id)) WITHOUT ROWID;
   DROP INDEX IF EXISTS lists_customer;
   CREATE INDEX IF NOT EXISTS lists_status ON lists (o, k, status, id);
-  CREATE INDEX IF NOT EXISTS lists_customer_status ON lists (o, k, customer_id, status, id);
+  CREATE INDEX IF NOT EXISTS lists_customer_status ON lists (o, k, c, status, id);
   CREATE TABLE IF NOT EXISTS ledger_entries (
     wallet_id TEXT NOT NULL, seq INTEGER NOT NULL, txn_id TEXT NOT NULL, amount_minor INTEGER NOT NULL,
     balance_after_minor INTEGER NOT NULL, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL, crc INTEGER,
@@ -112,8 +115,11 @@ export interface EntryQuery {
   rows: number;
 }
 
-/** A `lists` row as read back (no `crc` from a file written before rows had one). */
-type ListRowOut = ListRowFields & { crc?: number | null };
+/**
+ * A `lists` row as read back: `c` in a numbered file, `customer_id` in one of the layout before customer
+ * numbers (read-only opens only: a writable open moves it); no `crc` from a file written before checksums.
+ */
+type ListRowOut = Omit<ListRowFields, 'c'> & { c?: number | null; customer_id?: string | null; crc?: number | null };
 
 export class ListIndex {
   private readonly statements: Statements;
@@ -127,18 +133,44 @@ export class ListIndex {
   /** The same for list rows (listRowChecksum); the columns every read selects. */
   private readonly rowsChecked: boolean;
   private readonly rowColumns: string;
+  /** Customers by number (false: a read-only open of a file whose rows name them by id). */
+  private readonly numbered: boolean;
+  private readonly customers: ListCustomers;
 
   constructor(db: Database.Database) {
     this.statements = new Statements(db);
+    this.customers = new ListCustomers(db);
     this.entriesChecked = hasChecksumColumn(db, 'ledger_entries');
     this.rowsChecked = hasChecksumColumn(db, 'lists');
-    this.rowColumns = `${LIST_CHECKED_COLUMNS.join(', ')}${this.rowsChecked ? ', crc' : ''}`;
+    this.numbered = ListCustomers.numbered(db);
+    this.rowColumns = `${(this.numbered ? LIST_CHECKED_COLUMNS : TEXT_CUSTOMER_LIST_COLUMNS).join(', ')}${this.rowsChecked ? ', crc' : ''}`;
   }
 
-  /** Rows and entries written before checksums get theirs once, at a writable open. */
+  /**
+   * A `lists` table that names customers by id moves to numbers (with checksums, also for rows written
+   * before they had one), once, at a writable open, before LIST_SQL makes the indexes on the new columns.
+   */
+  static relayout(db: Database.Database): void {
+    ListCustomers.relayout(db, LIST_SQL, listRowChecksum);
+  }
+
+  /** Entries written before checksums get theirs once, at a writable open. */
   static migrate(db: Database.Database): void {
-    addChecksums(db, 'lists', LIST_CHECKED_COLUMNS, listRowChecksum);
     addChecksums(db, 'ledger_entries', ENTRY_CHECKED_COLUMNS, entryRowChecksum);
+  }
+
+  /** What a row stores for its customer: its number (made on first use when `create`), or the id itself in a file of the old layout. */
+  private customerKey(customerId: string, create: boolean): number | string | undefined {
+    return this.numbered ? this.customers.numberOf(customerId, create) : customerId;
+  }
+
+  /**
+   * Forgets the cached owner and customer numbers: numbers made inside a write transaction that was rolled
+   * back (disk full, I/O error) are not in the file, and a later write must not name them.
+   */
+  forgetNumbers(): void {
+    this.owners.clear();
+    this.customers.forget();
   }
 
   /** The owner's number, made on first use when `create` (inside the caller's write transaction). */
@@ -156,10 +188,12 @@ export class ListIndex {
 
   apply(list: readonly ListChange[], entries: readonly EntryChange[]): void {
     if (list.length > 0) {
-      const put = this.statements.get('INSERT OR REPLACE INTO lists (o, k, id, customer_id, status, body, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+      assert(this.numbered, 'list index: rows written into a file whose list rows were not moved to customer numbers');
+      const put = this.statements.get('INSERT OR REPLACE INTO lists (o, k, id, c, status, body, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
       for (const r of list) {
-        const row: ListRowFields = { o: this.ownerNumber(r.owner, true)!, k: KIND_CODE[r.kind], id: r.id, customer_id: r.customerId, status: r.status, body: r.inLog === true ? EVENT_IN_LOG_BODY : r.body, lsn: r.lsn };
-        put.run(row.o, row.k, row.id, row.customer_id, row.status, row.body, row.lsn, listRowChecksum(row));
+        const c = r.customerId === null ? null : this.customers.numberOf(r.customerId, true)!;
+        const row: ListRowFields = { o: this.ownerNumber(r.owner, true)!, k: KIND_CODE[r.kind], id: r.id, c, status: r.status, body: r.inLog === true ? EVENT_IN_LOG_BODY : r.body, lsn: r.lsn };
+        put.run(row.o, row.k, row.id, row.c, row.status, row.body, row.lsn, listRowChecksum(row));
       }
     }
     if (entries.length > 0) {
@@ -175,10 +209,13 @@ export class ListIndex {
   page(q: ListQuery): IndexedRow[] {
     const o = this.ownerNumber(q.owner, false);
     if (o === undefined) return [];
-    if (q.customerId !== null && q.status === null) return this.customerPage(o, q, q.customerId);
+    const customer = q.customerId === null ? null : this.customerKey(q.customerId, false);
+    // A customer the index has never numbered has no rows.
+    if (customer === undefined) return [];
+    if (customer !== null && q.status === null) return this.customerPage(o, q, customer);
     const where = ['o = ?', 'k = ?'];
     const args: Array<string | number> = [o, KIND_CODE[q.kind]];
-    if (q.customerId !== null) (where.push('customer_id = ?'), args.push(q.customerId));
+    if (customer !== null) (where.push(`${this.customerColumn} = ?`), args.push(customer));
     if (q.status !== null) (where.push('status = ?'), args.push(q.status));
     where.push('id > ?', 'id < ?');
     args.push(q.idAbove, q.idBelow, q.rows);
@@ -195,12 +232,13 @@ export class ListIndex {
    * no walk of the rows), each group gives at most `rows` rows of the window, and the merge keeps the
    * `rows` nearest the cursor: at most (statuses + 1) × rows rows read, whatever the customer's history.
    */
-  private customerPage(o: number, q: ListQuery, customerId: string): IndexedRow[] {
+  private customerPage(o: number, q: ListQuery, customerId: number | string): IndexedRow[] {
     const k = KIND_CODE[q.kind];
     const dir = q.order === 'desc' ? 'DESC' : 'ASC';
-    const nextStatus = this.statements.get('SELECT status FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status > ? ORDER BY status LIMIT 1').pluck();
-    const ofNull = this.statements.get(`SELECT ${this.rowColumns} FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
-    const ofStatus = this.statements.get(`SELECT ${this.rowColumns} FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND customer_id = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const c = this.customerColumn;
+    const nextStatus = this.statements.get(`SELECT status FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND ${c} = ? AND status > ? ORDER BY status LIMIT 1`).pluck();
+    const ofNull = this.statements.get(`SELECT ${this.rowColumns} FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND ${c} = ? AND status IS NULL AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
+    const ofStatus = this.statements.get(`SELECT ${this.rowColumns} FROM lists INDEXED BY lists_customer_status WHERE o = ? AND k = ? AND ${c} = ? AND status = ? AND id > ? AND id < ? ORDER BY id ${dir} LIMIT ?`);
     const rows = ofNull.all(o, k, customerId, q.idAbove, q.idBelow, q.rows) as ListRowOut[];
     let statuses = 0;
     for (let status = nextStatus.get(o, k, customerId, '') as string | undefined; status !== undefined; status = nextStatus.get(o, k, customerId, status) as string | undefined) {
@@ -218,10 +256,16 @@ export class ListIndex {
     return rows.map((r) => this.checkedRow(q.kind, q.owner, r));
   }
 
-  /** A stored row, its checksum checked: a damaged one is never listed (DamagedRowError). */
+  private get customerColumn(): string {
+    return this.numbered ? 'c' : 'customer_id';
+  }
+
+  /** A stored row, its checksum checked: a damaged one is never listed (DamagedRowError), nor one whose customer number is. */
   private checkedRow(kind: ListKind, owner: string, r: ListRowOut): IndexedRow {
-    if (this.rowsChecked && listRowChecksum(r) !== r.crc) throw new DamagedRowError('lists', `${kind} ${r.id} (LSN ${r.lsn})`);
-    return { kind, id: r.id, owner, customerId: r.customer_id, status: r.status, body: r.body, lsn: r.lsn };
+    const sum = this.numbered ? listRowChecksum(Object.assign({ c: null }, r)) : textCustomerListRowChecksum(Object.assign({ customer_id: null }, r) as TextCustomerListRow);
+    if (this.rowsChecked && sum !== r.crc) throw new DamagedRowError('lists', `${kind} ${r.id} (LSN ${r.lsn})`);
+    const customerId = this.numbered ? (r.c === null || r.c === undefined ? null : this.customers.idOf(r.c)) : (r.customer_id ?? null);
+    return { kind, id: r.id, owner, customerId, status: r.status, body: r.body, lsn: r.lsn };
   }
 
   /** One row by its key (an event by id). */

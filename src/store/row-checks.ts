@@ -72,12 +72,15 @@ export function entryRowChecksum(row: EntryRowFields): number {
 /** The columns entryRowChecksum covers, in the order addChecksums passes them. */
 export const ENTRY_CHECKED_COLUMNS = ['wallet_id', 'seq', 'txn_id', 'amount_minor', 'balance_after_minor', 'at_ms', 'lsn'] as const;
 
-/** A list index row as `lists` keeps it (`o`: the file's number of the owner; `k`: the kind's code). */
+/**
+ * A list index row as `lists` keeps it (`o`: the file's number of the owner; `k`: the kind's code; `c`: the
+ * file's number of the customer, from `list_customers`).
+ */
 export interface ListRowFields {
   o: number;
   k: number;
   id: string;
-  customer_id: string | null;
+  c: number | null;
   status: string | null;
   body: string | null;
   lsn: number;
@@ -90,16 +93,48 @@ const field = (value: string | null): string => (value === null ? '~' : `${value
  * is rebuilt from its log record and shown to whoever lists it), an altered body another event.
  */
 export function listRowChecksum(row: ListRowFields): number {
+  return crc32(row.body ?? '', crc32(`${row.o}:${row.k}:${row.lsn}:${row.body === null ? '~' : row.body.length}:${row.id}\n${row.c === null ? '~' : `#${row.c}`}\n${field(row.status)}\n`));
+}
+
+export const LIST_CHECKED_COLUMNS = ['o', 'k', 'id', 'c', 'status', 'body', 'lsn'] as const;
+
+/** A `lists` row of the layout that named the customer by id (files written before customer numbers). */
+export interface TextCustomerListRow {
+  o: number;
+  k: number;
+  id: string;
+  customer_id: string | null;
+  status: string | null;
+  body: string | null;
+  lsn: number;
+}
+
+/** The checksum a row of that layout carries. */
+export function textCustomerListRowChecksum(row: TextCustomerListRow): number {
   return crc32(row.body ?? '', crc32(`${row.o}:${row.k}:${row.lsn}:${row.body === null ? '~' : row.body.length}:${row.id}\n${field(row.customer_id)}\n${field(row.status)}\n`));
 }
 
-export const LIST_CHECKED_COLUMNS = ['o', 'k', 'id', 'customer_id', 'status', 'body', 'lsn'] as const;
+export const TEXT_CUSTOMER_LIST_COLUMNS = ['o', 'k', 'id', 'customer_id', 'status', 'body', 'lsn'] as const;
 
-/** List rows that fail their checksum, each named for an operator. */
+/** A `list_customers` row's: an altered id would show a customer's rows under another customer's id. */
+export function customerNumberChecksum(n: number, id: string): number {
+  return crc32(`${n}:${id}`);
+}
+
+/** List rows and customer numbers that fail their checksum, each named for an operator (either layout). */
 export function* damagedListRows(db: Database.Database): IterableIterator<string> {
   if (!tableExists(db, 'lists') || !hasChecksumColumn(db, 'lists')) return;
+  const numbered = db.prepare("SELECT 1 FROM pragma_table_info('lists') WHERE name = 'c'").get() !== undefined;
+  if (!numbered) {
+    const rows = db.prepare(`SELECT ${TEXT_CUSTOMER_LIST_COLUMNS.join(', ')}, crc FROM lists`).iterate() as IterableIterator<TextCustomerListRow & { crc: number | null }>;
+    for (const row of rows) if (textCustomerListRowChecksum(row) !== row.crc) yield `list row ${row.id} (kind ${row.k}, LSN ${row.lsn})`;
+    return;
+  }
   const rows = db.prepare(`SELECT ${LIST_CHECKED_COLUMNS.join(', ')}, crc FROM lists`).iterate() as IterableIterator<ListRowFields & { crc: number | null }>;
   for (const row of rows) if (listRowChecksum(row) !== row.crc) yield `list row ${row.id} (kind ${row.k}, LSN ${row.lsn})`;
+  if (!tableExists(db, 'list_customers')) return;
+  const numbers = db.prepare('SELECT n, id, crc FROM list_customers').iterate() as IterableIterator<{ n: number; id: string; crc: number }>;
+  for (const m of numbers) if (customerNumberChecksum(m.n, m.id) !== m.crc) yield `list customer number ${m.n}`;
 }
 
 /** A front-end idempotency record (webhooks.db): the key's first reply to a POST the front end answers. */

@@ -30,15 +30,33 @@ export { walChecksum };
 
 export { snapshotChecksum, type SnapshotRow } from './snapshot-table.ts';
 
-/** Opens a shard or control database with the durability settings every open must have. */
-export function openDatabase(file: string, options: { readonly?: boolean; deferredSync?: boolean } = {}): Database.Database {
+/**
+ * Page size of a shard file created from now on (sqlite's default). Every commit rewrites whole pages into
+ * the journal (the group commit's log page, page 1 whenever the file grows, the right edge of each b-tree a
+ * derived write touches), so written bytes scale with the page: 1 KiB pages wrote ~35% fewer bytes a
+ * payment in the disk bench, but the durable POST's A/B measured 3–13% more CPU a request (four times the
+ * pwrite calls and b-tree pages for the same rows), so they are not the default (bench/RESULTS.md, "Disk per
+ * payment"). A file keeps the page size it was created with.
+ */
+export const SHARD_PAGE_SIZE_BYTES = 4_096;
+/** Journal bytes after which a commit checkpoints: sqlite's default (1,000 pages) of 4 KiB pages, whatever the page size. */
+export const WAL_CHECKPOINT_BYTES = 4 * 1_024 * 1_024;
+
+/**
+ * Opens a shard or control database with the durability settings every open must have. `pageSizeBytes`:
+ * the page size if this open creates the file (ignored for an existing one).
+ */
+export function openDatabase(file: string, options: { readonly?: boolean; deferredSync?: boolean; pageSizeBytes?: number } = {}): Database.Database {
   const db = new Database(file, { readonly: options.readonly === true, fileMustExist: options.readonly === true });
+  // Takes effect only while the file is empty: before the journal mode, which writes its header.
+  if (options.readonly !== true && options.pageSizeBytes !== undefined) db.pragma(`page_size = ${options.pageSizeBytes}`);
   if (options.readonly !== true) db.pragma('journal_mode = WAL');
   // FULL: the sqlite journal is fsynced at every commit, so an acknowledged batch survives power loss.
   // A shard worker instead fsyncs the journal itself, off its thread, before it answers (syncJournal):
   // NORMAL still syncs around every checkpoint, which is when sqlite moves or reuses journal frames.
   db.pragma(options.deferredSync === true ? 'synchronous = NORMAL' : 'synchronous = FULL');
   db.pragma('busy_timeout = 5000');
+  if (options.readonly !== true) db.pragma(`wal_autocheckpoint = ${Math.ceil(WAL_CHECKPOINT_BYTES / (db.pragma('page_size', { simple: true }) as number))}`);
   return db;
 }
 
@@ -74,13 +92,14 @@ export class ShardStore implements ColdReader {
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
   constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean; walSegmentRecords?: number } = {}) {
-    this.db = openDatabase(file, options);
+    this.db = openDatabase(file, Object.assign({ pageSizeBytes: SHARD_PAGE_SIZE_BYTES }, options));
     this.statements = new Statements(this.db);
     this.journalSync = new JournalSync(`${file}-wal`);
     this.idem = new IdemLog(this.db);
     this.due = new DueLog(this.db);
     this.cold = new ColdTable(this.db);
     if (options.readonly !== true) {
+      ListIndex.relayout(this.db);
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         ${SNAPSHOTS_SQL}
@@ -111,11 +130,23 @@ export class ShardStore implements ColdReader {
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
     this.snapshots = new SnapshotTable(this.db);
-    this.writeDerivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
-    this.appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
+    const derivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
+    this.writeDerivedTx = (derived) => this.forgettingNumbersOnFailure(() => derivedTx(derived));
+    const appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
       this.wal.append(this.nextLsn, this.nextBatch, records);
       return derived === null ? [] : this.writeDerivedRows(derived);
     });
+    this.appendTx = (records, derived) => (derived === null ? appendTx(records, null) : this.forgettingNumbersOnFailure(() => appendTx(records, derived)));
+  }
+
+  /** Runs a write of list rows; if it throws (its transaction rolled back), the list index forgets the numbers it cached. */
+  private forgettingNumbersOnFailure<T>(write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      this.lists?.forgetNumbers();
+      throw error;
+    }
   }
 
   private stmt(sql: string): Database.Statement {

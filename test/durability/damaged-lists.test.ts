@@ -121,7 +121,7 @@ test('an event row moved to another account on disk (its owner number altered) �
   assert.match(verify.stdout + verify.stderr, new RegExp(`list row ${event.id} \\(kind 7, LSN \\d+\\) fails its checksum`));
 });
 
-test('list rows written before they had a checksum → a writable open gives each its own', () => {
+test('list rows written before they had a checksum (and named customers by id) → a writable open gives each its own, over the numbered columns', () => {
   const file = path.join(tempDataDir('lists'), 'shard-0.db');
   const old = new Database(file);
   old.exec(`CREATE TABLE lists (o INTEGER NOT NULL, k INTEGER NOT NULL, id TEXT NOT NULL, customer_id TEXT, status TEXT, body TEXT,
@@ -130,8 +130,9 @@ test('list rows written before they had a checksum → a writable open gives eac
   old.prepare('INSERT INTO lists VALUES (?, ?, ?, ?, ?, ?, ?)').run(1, 3, 'pay_1', null, null, null, 13);
   old.close();
   const store = new ShardStore(file);
-  const rows = store.db.prepare('SELECT o, k, id, customer_id, status, body, lsn, crc FROM lists ORDER BY id').all() as Array<Parameters<typeof listRowChecksum>[0] & { crc: number }>;
+  const rows = store.db.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists ORDER BY id').all() as Array<Parameters<typeof listRowChecksum>[0] & { crc: number }>;
   assert.equal(rows.length, 2);
+  assert.deepEqual(rows.map((r) => r.c), [1, null], 'cus_1 numbered, the row without a customer has none');
   for (const row of rows) assert.equal(row.crc, listRowChecksum(row));
   store.close();
 });

@@ -1,5 +1,6 @@
 // The cold table of a real shard file: versions by LSN (newest, before a replayed record, exactly at
-// one), idempotent writes, and a file written with the first (WITHOUT ROWID) layout moved over at open.
+// one), idempotent writes, and files written with the two older layouts (WITHOUT ROWID keyed by kind first;
+// a rowid table with an (id, kind, lsn) index) moved over at open.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { crc32 } from 'node:zlib';
@@ -29,12 +30,19 @@ describe('cold table', () => {
     store.close();
   });
 
-  it('a file with the WITHOUT ROWID layout → moved to the rowid table at open, every version kept', () => {
+  const layouts = {
+    'WITHOUT ROWID keyed (kind, id, lsn)': `CREATE TABLE cold (
+      kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
+      body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID`,
+    'rowid with an (id, kind, lsn) index': `CREATE TABLE cold (
+      kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
+      body TEXT NOT NULL, crc INTEGER NOT NULL);
+      CREATE UNIQUE INDEX cold_version ON cold (id, kind, lsn);`,
+  };
+  for (const [layout, createSql] of Object.entries(layouts)) it(`a file with the ${layout} layout → moved to the WITHOUT ROWID (id, kind, lsn) table at open, every version kept`, () => {
     const file = path.join(tempDataDir('cold-table'), 'shard-0.db');
     const old = new Database(file);
-    old.exec(`CREATE TABLE cold (
-      kind INTEGER NOT NULL, id TEXT NOT NULL, lsn INTEGER NOT NULL, partition INTEGER NOT NULL,
-      body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID`);
+    old.exec(createSql);
     const insert = old.prepare('INSERT INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
     // Rows carry their checksums (every layout had them; reads now check them).
     for (const [kind, id, lsn, body] of [[1, 'P9', 4, '{"old":1}'], [1, 'P9', 8, '{"old":2}'], [0, 'T9', 4, '{"txn":1}']] as const) insert.run(kind, id, lsn, 2, body, crc32(body));
@@ -42,8 +50,8 @@ describe('cold table', () => {
 
     const store = new ShardStore(file);
     const sql = store.db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cold'").pluck().get() as string;
-    assert.doesNotMatch(sql, /WITHOUT ROWID/i);
-    assert.deepEqual(store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cold%'").pluck().all(), ['cold'], 'the old table is gone');
+    assert.match(sql, /PRIMARY KEY \(id, kind, lsn\)\) WITHOUT ROWID/i);
+    assert.deepEqual(store.db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'cold%'").pluck().all(), ['cold'], 'the old table and its index are gone');
     assert.equal(store.coldCount(), 3);
     assert.equal(store.read('payment', 'P9'), '{"old":2}');
     assert.equal(store.readExact('payment', 'P9', 4), '{"old":1}');
