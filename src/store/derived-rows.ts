@@ -26,8 +26,14 @@ export interface DerivedBatch {
  */
 export const DERIVED_PENDING_WEIGHT_MAX = 16_000_000;
 const ROW_WEIGHT_MIN = 100;
-/** Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. */
-export const DERIVED_SLICE_ROWS = 500;
+/**
+ * Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. Each
+ * slice's transaction rewrites the partly filled last page of every b-tree it touches, so fewer, larger
+ * slices write fewer bytes and cost less CPU a row: 2,000 against 500 wrote ~15% fewer bytes a payment
+ * and ~5% less CPU a durable POST with the same p99; 5,000 wrote no fewer and doubled the p99 at 64
+ * connections (bench/RESULTS.md, "Fewer, larger derived slices").
+ */
+export const DERIVED_SLICE_ROWS = 2_000;
 /**
  * List rows and ledger entries that may wait: a list page merges the waiting ones of its owner and kind
  * (or wallet) with the index, so this bounds what a page reads from memory. Past it the shard writes them.
