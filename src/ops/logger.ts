@@ -53,6 +53,22 @@ function quoted(value: string): string {
   return JSON_PLAIN.test(value) ? `"${value}"` : JSON.stringify(value);
 }
 
+/**
+ * `quoted` remembering its last value: a field that repeats from line to line (the method, the client's
+ * address, its account and key) is checked once per change rather than once per line.
+ */
+function lastQuoted(): (value: string) => string {
+  let last = '';
+  let lastQuotedValue = '""';
+  return (value) => {
+    if (value !== last) {
+      last = value;
+      lastQuotedValue = quoted(value);
+    }
+    return lastQuotedValue;
+  };
+}
+
 export function createLogging(level: Config['logLevel']): Logging {
   const destination = new LogWriter(1, LOG_FLUSH_MS);
   const handOver = (): void => destination.flush();
@@ -74,6 +90,10 @@ export function createLogging(level: Config['logLevel']): Logging {
   );
   const lifecycle = logger.child({}, { level: level === 'silent' ? 'silent' : 'info' });
   const infoOn = logger.isLevelEnabled('info');
+  const methodQuoted = lastQuoted();
+  const ipQuoted = lastQuoted();
+  const accountQuoted = lastQuoted();
+  const keyQuoted = lastQuoted();
   return {
     logger,
     info: (message, fields) => logger.info(fields ?? {}, message),
@@ -103,10 +123,11 @@ export function createLogging(level: Config['logLevel']): Logging {
       }
       destination.write(
         // The request id and the route template are kobo's own (base-36 digits, a path from the route
-        // table): written as they are. What a client sent (method, path) and the address are quoted.
-        `${head}${iso}${base}"${r.reqId}","method":${quoted(r.method)},"route":${r.route === '' ? 'null' : `"${r.route}"`},` +
-          `"path":${quoted(r.path)},"status":${r.status},"ms":${r.ms},"ip":${quoted(r.ip)},` +
-          `"account":${r.account === null ? 'null' : quoted(r.account)},"key_id":${r.keyId === null ? 'null' : quoted(r.keyId)},"msg":"request"}\n`,
+        // table): written as they are. What a client sent (method, path), the address, account and key are
+        // quoted (the repeating ones through their last value).
+        `${head}${iso}${base}"${r.reqId}","method":${methodQuoted(r.method)},"route":${r.route === '' ? 'null' : `"${r.route}"`},` +
+          `"path":${quoted(r.path)},"status":${r.status},"ms":${r.ms},"ip":${ipQuoted(r.ip)},` +
+          `"account":${r.account === null ? 'null' : accountQuoted(r.account)},"key_id":${r.keyId === null ? 'null' : keyQuoted(r.keyId)},"msg":"request"}\n`,
       );
     },
     flush: () => destination.flushSync(),
