@@ -4,6 +4,7 @@
 import { pino, type Logger } from 'pino';
 import { LogWriter } from './log-writer.ts';
 import type { Config } from '../config.ts';
+import { isoTime } from '../iso-time.ts';
 
 export type LogFields = Record<string, unknown>;
 export type Log = (message: string, fields?: LogFields) => void;
@@ -119,7 +120,7 @@ export function createLogging(level: Config['logLevel']): Logging {
       const nowMs = Date.now();
       if (nowMs !== isoAtMs) {
         isoAtMs = nowMs;
-        iso = new Date(nowMs).toISOString();
+        iso = isoTime(nowMs);
       }
       destination.write(
         // The request id and the route template are kobo's own (base-36 digits, a path from the route
