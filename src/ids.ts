@@ -13,8 +13,8 @@ export function isUlid(value: string): boolean {
 }
 
 const POOL_BYTES = 4096;
-const pool = Buffer.alloc(POOL_BYTES);
 /** Random bytes for ids, refilled from the OS a pool at a time (ulid() asked for one byte per character). */
+const pool = Buffer.alloc(POOL_BYTES);
 let poolAt = POOL_BYTES;
 
 const ID_CHARS = 26;

@@ -249,11 +249,6 @@ export class HttpServer {
     return this.errorReply(reject('RATE_LIMITED', `Rate limit exceeded; retry in ${rate.resetSeconds} s.`), { 'Retry-After': String(rate.resetSeconds) });
   }
 
-  /**
-   * Runs the route and answers. A route that answers synchronously (a cached catalogue, a wallet view,
-   * any refusal before the route) is answered inside uWS's own callback, with no promise between: at
-   * 40k+ reads a second the microtask hops were a measurable share of a read.
-   */
   /** Marks the request aborted when the client goes before its answer (uWS requires a handler then). */
   private watchAbort(res: HttpResponse, incoming: Incoming): void {
     incoming.abortWatched = true;
@@ -263,6 +258,11 @@ export class HttpServer {
     });
   }
 
+  /**
+   * Runs the route and answers. A route that answers synchronously (a cached catalogue, a wallet view,
+   * any refusal before the route) is answered inside uWS's own callback, with no promise between: at
+   * 40k+ reads a second the microtask hops were a measurable share of a read.
+   */
   private process(res: HttpResponse, incoming: Incoming, rawBody: Buffer): void {
     let outcome: Outcome | Promise<Outcome>;
     try {

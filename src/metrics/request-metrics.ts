@@ -27,7 +27,8 @@ interface CollectedMetric {
 
 /** One method on one route: its duration series and its count series by status. */
 interface MethodSeries {
-  duration: DurationSeries;
+  /** null after the histogram's reset, until the next observation. */
+  duration: DurationSeries | null;
   byStatus: Map<number, Series>;
 }
 
@@ -55,9 +56,10 @@ export class RequestMetrics {
     if (methods === undefined) this.series.set(route, (methods = new Map()));
     let of = methods.get(method);
     if (of === undefined) {
-      of = { duration: { labels: { method, route }, count: 0, sumSeconds: 0, buckets: new Float64Array(this.bucketsSeconds.length + 1) }, byStatus: new Map() };
+      of = { duration: null, byStatus: new Map() };
       methods.set(method, of);
     }
+    if (of.duration === null) of.duration = { labels: { method, route }, count: 0, sumSeconds: 0, buckets: new Float64Array(this.bucketsSeconds.length + 1) };
     let count = of.byStatus.get(status);
     if (count === undefined) {
       count = { labels: { method, route, status: String(status) }, count: 0 };
@@ -82,7 +84,10 @@ export class RequestMetrics {
     return {
       name, help, type: 'counter', aggregator: 'sum',
       get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: [...this.allSeries()].flatMap((of) => [...of.byStatus.values()].map((s) => ({ labels: s.labels, value: s.count }))) }),
-      reset: () => this.series.clear(),
+      // Each metric resets only its own series (the counts here, the histogram's below).
+      reset: () => {
+        for (const of of this.allSeries()) of.byStatus.clear();
+      },
     };
   }
 
@@ -94,6 +99,7 @@ export class RequestMetrics {
       get: async () => {
         const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
         for (const { duration: s } of this.allSeries()) {
+          if (s === null) continue;
           let cumulative = 0;
           this.bucketsSeconds.forEach((le, i) => {
             cumulative += s.buckets[i]!;
@@ -105,7 +111,9 @@ export class RequestMetrics {
         }
         return { name, help, type: 'histogram', aggregator: 'sum', values };
       },
-      reset: () => this.series.clear(),
+      reset: () => {
+        for (const of of this.allSeries()) of.duration = null;
+      },
     };
   }
 }

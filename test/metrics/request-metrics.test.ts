@@ -30,3 +30,20 @@ it('scrape: the same text as prom-client’s Counter and Histogram for the same 
   ours.resetMetrics();
   assert.doesNotMatch(await ours.metrics(), /route=/, 'a reset forgets every series');
 });
+
+it('reset of one metric: that metric forgets its series, the other keeps its own; later requests count from zero', async () => {
+  const ours = new Registry();
+  const requests = new RequestMetrics(ours, BUCKETS);
+  requests.observe('GET', '/v1/wallets/:id', 200, 0.002);
+  requests.observe('POST', '/v1/payments', 201, 0.2);
+  ours.getSingleMetric('kobo_http_requests_total')!.reset();
+  let text = await ours.metrics();
+  assert.doesNotMatch(text, /kobo_http_requests_total\{/, 'the counter forgot its series');
+  assert.match(text, /kobo_http_request_duration_seconds_count\{method="GET",route="\/v1\/wallets\/:id"\} 1/, 'the histogram kept its own');
+  ours.getSingleMetric('kobo_http_request_duration_seconds')!.reset();
+  requests.observe('GET', '/v1/wallets/:id', 200, 0.003);
+  text = await ours.metrics();
+  assert.match(text, /kobo_http_requests_total\{method="GET",route="\/v1\/wallets\/:id",status="200"\} 1/);
+  assert.match(text, /kobo_http_request_duration_seconds_count\{method="GET",route="\/v1\/wallets\/:id"\} 1/);
+  assert.doesNotMatch(text, /kobo_http_request_duration_seconds_count\{method="POST"/, 'the reset histogram shows only what came after');
+});
