@@ -75,45 +75,67 @@ class Fifo<T> {
   }
 }
 
+/** The weight a waiting row counts towards DERIVED_PENDING_WEIGHT_MAX. */
+function coldWeight(row: ColdRow): number {
+  return row.body.length > ROW_WEIGHT_MIN ? row.body.length : ROW_WEIGHT_MIN;
+}
+
+function idemWeight(change: IdemChange): number {
+  const length = change.op.op === 'put' ? (change.op.record.json?.length ?? 0) : 0;
+  return length > ROW_WEIGHT_MIN ? length : ROW_WEIGHT_MIN;
+}
+
+function listWeight(row: ListChange): number {
+  const length = row.body?.length ?? 0;
+  return length > ROW_WEIGHT_MIN ? length : ROW_WEIGHT_MIN;
+}
+
+const NO_LIST_ROWS: ReadonlyMap<string, ListChange> = new Map();
+
+/**
+ * The waiting rows and their lookups. Maps are nested by kind or owner rather than keyed by a joined
+ * string: a key built per row cost a string and its hash on every add and every take (~40% of the
+ * queue's time; bench/RESULTS.md, "Where a durable POST's time goes").
+ */
 export class PendingDerived {
   private readonly cold = new Fifo<ColdRow>();
   private readonly idem = new Fifo<IdemChange>();
   private readonly due = new Fifo<DueChange>();
   private readonly list = new Fifo<ListChange>();
   private readonly entries = new Fifo<EntryChange>();
-  /** `owner kind` → id → the newest waiting row (it overrides the index's row of that id). */
-  private readonly listByKey = new Map<string, Map<string, ListChange>>();
+  /** owner → kind → id → the newest waiting row (it overrides the index's row of that id). */
+  private readonly listByOwner = new Map<string, Map<ListKind, Map<string, ListChange>>>();
   /** wallet id → its waiting entries, in seq order. */
   private readonly entriesByWallet = new Map<string, EntryChange[]>();
-  /** `kind id` → its waiting versions, oldest first. */
-  private readonly coldByKey = new Map<string, ColdRow[]>();
+  /** kind → id → its waiting versions, oldest first (one row alone until a second one waits). */
+  private readonly coldByKind = new Map<EntityKind, Map<string, ColdRow | ColdRow[]>>();
   /** Waiting idempotency records by seq (the LSN of the record that stored them). */
-  private readonly idemBySeq = new Map<number, { record: IdempotencyRecord; inLog: boolean }>();
+  private readonly idemBySeq = new Map<number, IdemChange>();
   private weightNow = 0;
 
   add(batch: DerivedBatch): void {
     for (const row of batch.cold) {
       this.cold.push(row);
-      const key = `${row.kind} ${row.id}`;
-      const versions = this.coldByKey.get(key);
-      if (versions === undefined) this.coldByKey.set(key, [row]);
-      else versions.push(row);
-      this.weightNow += Math.max(ROW_WEIGHT_MIN, row.body.length);
+      let ids = this.coldByKind.get(row.kind);
+      if (ids === undefined) this.coldByKind.set(row.kind, (ids = new Map()));
+      const versions = ids.get(row.id);
+      if (versions === undefined) ids.set(row.id, row);
+      else if (Array.isArray(versions)) versions.push(row);
+      else ids.set(row.id, [versions, row]);
+      this.weightNow += coldWeight(row);
     }
     for (const change of batch.idem) {
       this.idem.push(change);
-      if (change.op.op === 'put') this.idemBySeq.set(change.lsn, { record: change.op.record, inLog: change.inLog === true });
-      this.weightNow += Math.max(ROW_WEIGHT_MIN, change.op.op === 'put' ? (change.op.record.json?.length ?? 0) : 0);
+      if (change.op.op === 'put') this.idemBySeq.set(change.lsn, change);
+      this.weightNow += idemWeight(change);
     }
     for (const change of batch.due) this.due.push(change);
     this.weightNow += ROW_WEIGHT_MIN * batch.due.length;
-    for (const row of batch.list ?? []) {
+    const list = batch.list ?? [];
+    for (const row of list) {
       this.list.push(row);
-      const key = `${row.owner} ${row.kind}`;
-      let rows = this.listByKey.get(key);
-      if (rows === undefined) this.listByKey.set(key, (rows = new Map()));
-      rows.set(row.id, row);
-      this.weightNow += Math.max(ROW_WEIGHT_MIN, row.body?.length ?? 0);
+      this.listRowsOf(row.owner, row.kind, true).set(row.id, row);
+      this.weightNow += listWeight(row);
     }
     for (const entry of batch.entries ?? []) {
       this.entries.push(entry);
@@ -124,6 +146,19 @@ export class PendingDerived {
     }
   }
 
+  private listRowsOf(owner: string, kind: ListKind, create: true): Map<string, ListChange>;
+  private listRowsOf(owner: string, kind: ListKind, create: false): Map<string, ListChange> | undefined;
+  private listRowsOf(owner: string, kind: ListKind, create: boolean): Map<string, ListChange> | undefined {
+    let kinds = this.listByOwner.get(owner);
+    if (kinds === undefined) {
+      if (!create) return undefined;
+      this.listByOwner.set(owner, (kinds = new Map()));
+    }
+    let rows = kinds.get(kind);
+    if (rows === undefined && create) kinds.set(kind, (rows = new Map()));
+    return rows;
+  }
+
   /** List rows and ledger entries waiting (see LIST_PENDING_ROWS_MAX). */
   get listRows(): number {
     return this.list.length + this.entries.length;
@@ -131,7 +166,7 @@ export class PendingDerived {
 
   /** The waiting list rows of an owner and kind, newest version of each id (bounded by LIST_PENDING_ROWS_MAX). */
   listWaiting(owner: string, kind: ListKind): ReadonlyMap<string, ListChange> {
-    return this.listByKey.get(`${owner} ${kind}`) ?? new Map();
+    return this.listRowsOf(owner, kind, false) ?? NO_LIST_ROWS;
   }
 
   /** The waiting list rows a query would find, in no order. */
@@ -161,25 +196,30 @@ export class PendingDerived {
 
   /** The newest waiting version of an entity written before `beforeLsn` (Infinity: the newest); its body may be in the log. */
   readCold(kind: EntityKind, id: string, beforeLsn: number): ColdRow | undefined {
-    const versions = this.coldByKey.get(`${kind} ${id}`);
+    const versions = this.coldByKind.get(kind)?.get(id);
     if (versions === undefined) return undefined;
+    if (!Array.isArray(versions)) return versions.lsn < beforeLsn ? versions : undefined;
     for (let i = versions.length - 1; i >= 0; i -= 1) if (versions[i]!.lsn < beforeLsn) return versions[i];
     return undefined;
   }
 
   readColdExact(kind: EntityKind, id: string, lsn: number): ColdRow | undefined {
-    return this.coldByKey.get(`${kind} ${id}`)?.find((row) => row.lsn === lsn);
+    const versions = this.coldByKind.get(kind)?.get(id);
+    if (versions === undefined) return undefined;
+    if (!Array.isArray(versions)) return versions.lsn === lsn ? versions : undefined;
+    return versions.find((row) => row.lsn === lsn);
   }
 
   /** Ids of the waiting entities of a kind. */
-  *coldIds(kind: EntityKind): IterableIterator<string> {
-    for (const [key, versions] of this.coldByKey) if (versions[0]!.kind === kind) yield key.slice(key.indexOf(' ') + 1);
+  coldIds(kind: EntityKind): IterableIterator<string> {
+    return (this.coldByKind.get(kind) ?? new Map<string, ColdRow>()).keys();
   }
 
   /** The waiting record at `seq` if it has this scope (`inLog`: its reply is in the log record). */
   readIdem(scope: string, seq: number): { record: IdempotencyRecord; inLog: boolean } | undefined {
     const waiting = this.idemBySeq.get(seq);
-    return waiting !== undefined && waiting.record.scope === scope ? waiting : undefined;
+    if (waiting === undefined || waiting.op.op !== 'put' || waiting.op.record.scope !== scope) return undefined;
+    return { record: waiting.op.record, inLog: waiting.inLog === true };
   }
 
   /**
@@ -196,39 +236,53 @@ export class PendingDerived {
     const cold = this.cold.shift(rowsMax);
     const idem = this.idem.shift(rowsMax - cold.length);
     const due = this.due.shift(rowsMax - cold.length - idem.length);
+    let weight = ROW_WEIGHT_MIN * due.length;
     for (const row of cold) {
-      const key = `${row.kind} ${row.id}`;
-      const versions = this.coldByKey.get(key)!;
-      versions.shift();
-      if (versions.length === 0) this.coldByKey.delete(key);
+      weight += coldWeight(row);
+      const ids = this.coldByKind.get(row.kind)!;
+      const versions = ids.get(row.id)!;
+      if (!Array.isArray(versions)) {
+        ids.delete(row.id);
+        if (ids.size === 0) this.coldByKind.delete(row.kind);
+      } else {
+        versions.shift();
+        if (versions.length === 1) ids.set(row.id, versions[0]!);
+      }
     }
-    for (const change of idem) if (change.op.op === 'put' && this.idemBySeq.get(change.lsn)?.record === change.op.record) this.idemBySeq.delete(change.lsn);
-    this.weightNow = Math.max(0, this.weightNow - cold.reduce((w, r) => w + Math.max(ROW_WEIGHT_MIN, r.body.length), 0) - idem.reduce((w, c) => w + Math.max(ROW_WEIGHT_MIN, c.op.op === 'put' ? (c.op.record.json?.length ?? 0) : 0), 0) - ROW_WEIGHT_MIN * due.length);
+    for (const change of idem) {
+      weight += idemWeight(change);
+      if (change.op.op === 'put' && this.idemBySeq.get(change.lsn) === change) this.idemBySeq.delete(change.lsn);
+    }
+    this.weightNow = Math.max(0, this.weightNow - weight);
     return { cold, idem, due, list, entries };
   }
 
   private forgetListed(list: readonly ListChange[], entries: readonly EntryChange[]): void {
+    let weight = ROW_WEIGHT_MIN * entries.length;
     for (const row of list) {
-      const key = `${row.owner} ${row.kind}`;
-      const rows = this.listByKey.get(key);
-      if (rows?.get(row.id) === row) rows.delete(row.id);
-      if (rows?.size === 0) this.listByKey.delete(key);
-      this.weightNow = Math.max(0, this.weightNow - Math.max(ROW_WEIGHT_MIN, row.body?.length ?? 0));
+      weight += listWeight(row);
+      const rows = this.listRowsOf(row.owner, row.kind, false);
+      if (rows === undefined || rows.get(row.id) !== row) continue;
+      rows.delete(row.id);
+      if (rows.size > 0) continue;
+      const kinds = this.listByOwner.get(row.owner)!;
+      kinds.delete(row.kind);
+      if (kinds.size === 0) this.listByOwner.delete(row.owner);
     }
     for (const entry of entries) {
       const rows = this.entriesByWallet.get(entry.walletId);
       if (rows?.[0] === entry) rows.shift();
       if (rows?.length === 0) this.entriesByWallet.delete(entry.walletId);
-      this.weightNow = Math.max(0, this.weightNow - ROW_WEIGHT_MIN);
     }
+    this.weightNow = Math.max(0, this.weightNow - weight);
   }
 
   /** Everything waiting, in order; the memory lets go of it (the caller writes it at once). */
   take(): DerivedBatch {
     const taken = { cold: this.cold.shift(Infinity), idem: this.idem.shift(Infinity), due: this.due.shift(Infinity), list: this.list.shift(Infinity), entries: this.entries.shift(Infinity) };
-    this.listByKey.clear();
+    this.listByOwner.clear();
     this.entriesByWallet.clear();
-    this.coldByKey.clear();
+    this.coldByKind.clear();
     this.idemBySeq.clear();
     this.weightNow = 0;
     return taken;
