@@ -29,9 +29,17 @@ export interface RailScope {
 export const NO_LIVE_CONNECTOR = 'no_live_connector';
 
 let connectors: readonly ConnectorCoverage[] = [];
+/** Bumped by every setConnectors: what was computed from the coverage before is stale. */
+let generation = 0;
 
 export function setConnectors(list: readonly ConnectorCoverage[]): void {
   connectors = Object.freeze([...list]);
+  generation += 1;
+}
+
+/** Changes whenever the connectors change (a cache of coverage answers compares it). */
+export function coverageGeneration(): number {
+  return generation;
 }
 
 const covers = (allowed: readonly string[], value: string | undefined): boolean =>

@@ -4,20 +4,42 @@
 // attempt as `<id>:<attempt>` and goes to the rail rails.ts chooses (never the sandbox for live money).
 import { reject, type Rejection } from '../../errors.ts';
 import { methodRules, type MethodRule } from '../../catalogue/countries.ts';
-import { NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
+import { coverageGeneration, isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../../rails/coverage.ts';
 import type { RailOp } from '../../rails/rail.ts';
 import type { Beneficiary, Customer, Payment, ServiceOrder, Transfer } from '../state.ts';
 import { railEffect, type Effect, type HandlerContext } from './context.ts';
 
-export function methodsFor(customer: Customer): Array<MethodRule & { selectable: boolean; reason: string | null }> {
-  return methodRules(customer.countryCode).map((rule) => {
-    let reason: string | null = null;
-    if (!rule.selectable) reason = 'funding_instrument';
-    else if (!rule.enabled) reason = 'not_enabled_in_country';
-    else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
-    else if (rule.method !== 'wallet' && !railServes(customer.owner, 'collection', { method: rule.method, country: customer.countryCode })) reason = NO_LIVE_CONNECTOR;
-    return Object.assign({}, rule, { selectable: reason === null, reason });
-  });
+export type MethodChoice = Readonly<MethodRule & { selectable: boolean; reason: string | null }>;
+
+/**
+ * The choices of each (country, KYC level, live or test) once computed: they depend on nothing else
+ * (the country's rules are fixed, and a live method's coverage changes only with setConnectors, which
+ * empties this). Every payment asked for them, building a copy of each rule per request.
+ */
+const choicesByKey = new Map<string, readonly MethodChoice[]>();
+let choicesGeneration = -1;
+
+/** The collection methods of the customer's country, each with whether this customer may use it and why not. */
+export function methodsFor(customer: Customer): readonly MethodChoice[] {
+  if (choicesGeneration !== coverageGeneration()) {
+    choicesByKey.clear();
+    choicesGeneration = coverageGeneration();
+  }
+  const live = isLiveOwner(customer.owner);
+  const key = `${customer.countryCode} ${customer.kycLevel} ${live ? 'live' : 'test'}`;
+  let choices = choicesByKey.get(key);
+  if (choices === undefined) {
+    choices = Object.freeze(methodRules(customer.countryCode).map((rule) => {
+      let reason: string | null = null;
+      if (!rule.selectable) reason = 'funding_instrument';
+      else if (!rule.enabled) reason = 'not_enabled_in_country';
+      else if (customer.kycLevel < rule.kyc_level_min) reason = 'kyc_level_too_low';
+      else if (rule.method !== 'wallet' && !railServes(customer.owner, 'collection', { method: rule.method, country: customer.countryCode })) reason = NO_LIVE_CONNECTOR;
+      return Object.freeze(Object.assign({}, rule, { selectable: reason === null, reason }));
+    }));
+    choicesByKey.set(key, choices);
+  }
+  return choices;
 }
 
 /** A collection call to the rail serving the method (null when none does). */
