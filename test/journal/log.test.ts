@@ -83,6 +83,22 @@ describe('log v2: the row codec', () => {
     );
   });
 
+  it('bodies encoded one after another → each keeps its bytes (frames are built in one reused buffer)', () => {
+    const small = encodeLogBody([{ partition: 3, body: '["é"]' }]);
+    const smallBytes = Buffer.from(small);
+    const large = [{ partition: 1, body: `["${'x€'.repeat(40_000)}"]` }, { partition: 2, body: '[2]' }];
+    const largeBody = encodeLogBody(large);
+    const largeBytes = Buffer.from(largeBody);
+    // Past the buffer that is kept (4 MiB of frames by the 3-bytes-a-unit bound): a buffer of its own.
+    const huge = [{ partition: 4, body: `["${'😀'.repeat(800_000)}"]` }];
+    assert.deepEqual(decodeLogBody(encodeLogBody(huge), 1), huge);
+    encodeLogBody([{ partition: 5, body: `["${'y'.repeat(300)}"]` }]);
+    assert.deepEqual(small, smallBytes);
+    assert.deepEqual(largeBody, largeBytes);
+    assert.deepEqual(decodeLogBody(small, 1), [{ partition: 3, body: '["é"]' }]);
+    assert.deepEqual(decodeLogBody(largeBody, 2), large);
+  });
+
   it('a body that says another record count, or another version → refused, not guessed', () => {
     const body = encodeLogBody([{ partition: 1, body: '[]' }, { partition: 2, body: '[1]' }]);
     assert.throws(() => decodeLogBody(body, 3), /2 records where the row says 3/);
