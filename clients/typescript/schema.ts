@@ -1853,6 +1853,17 @@ export interface components {
             }[];
             payment_id: string | null;
             transfer_id: string | null;
+            /** @description a service order's collection whose money went back to the payer (the purchase failed) */
+            refund?: {
+                /** @enum {string} */
+                status: "pending" | "completed";
+                amount_minor: number;
+                /** @description ISO 4217 code */
+                currency: string;
+                /** Format: date-time */
+                created_at: string;
+                completed_at: string | null;
+            };
             /** @description Present only when a rail reported an outcome that contradicts the final status recorded here. While status is required, retry answers 409 CONFLICT until an operator resolves it. */
             reconciliation?: {
                 /** @enum {string} */
@@ -1883,17 +1894,6 @@ export interface components {
             to_amount_minor?: number;
             /** @description ISO 4217 code */
             to_currency?: string;
-            /** @description a service order's collection whose money went back to the payer (the purchase failed) */
-            refund?: {
-                /** @enum {string} */
-                status: "pending" | "completed";
-                amount_minor: number;
-                /** @description ISO 4217 code */
-                currency: string;
-                /** Format: date-time */
-                created_at: string;
-                completed_at: string | null;
-            };
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

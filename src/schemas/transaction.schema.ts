@@ -33,6 +33,13 @@ export const Transaction = Type.Object({
   status_history: Type.Array(Type.Object({ status: Type.String(), at: Timestamp, attempt: Type.Integer(), failure_code: Nullable(Type.String()) })),
   payment_id: Nullable(Ulid),
   transfer_id: Nullable(Ulid),
+  refund: Type.Optional(Type.Object({
+    status: Type.Union([Type.Literal('pending'), Type.Literal('completed')]),
+    amount_minor: Type.Integer(),
+    currency: CurrencyCode,
+    created_at: Timestamp,
+    completed_at: Nullable(Timestamp),
+  }, { description: 'a service order\'s collection whose money went back to the payer (the purchase failed)' })),
   reconciliation: Type.Optional(
     Type.Object(
       {
@@ -56,13 +63,6 @@ export const Transaction = Type.Object({
   from_currency: Type.Optional(CurrencyCode),
   to_amount_minor: Type.Optional(Type.Integer({ description: 'exchange: the target leg' })),
   to_currency: Type.Optional(CurrencyCode),
-  refund: Type.Optional(Type.Object({
-    status: Type.Union([Type.Literal('pending'), Type.Literal('completed')]),
-    amount_minor: Type.Integer(),
-    currency: CurrencyCode,
-    created_at: Timestamp,
-    completed_at: Nullable(Timestamp),
-  }, { description: 'a service order\'s collection whose money went back to the payer (the purchase failed)' })),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -6,6 +6,8 @@ import { type Customer, type PartitionState, type Payment, type Reconciliation, 
 import { collectionExpiresAtMs } from './collections.ts';
 import type { ReplyView } from '../store/tiers.ts';
 import { isoTime } from '../iso-time.ts';
+import { compileView, type Sources } from '../schemas/compile-serialiser.ts';
+import { Payment as PaymentSchema, Transaction as TransactionSchema } from '../schemas/transaction.schema.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
 export const iso = isoTime;
@@ -70,51 +72,43 @@ function reconciliationView(r: Reconciliation): object {
   };
 }
 
-export function transactionView(t: Transaction): object {
-  return {
-    id: t.id,
-    object: 'transaction',
-    type: t.type,
-    status: t.status,
-    customer_id: t.customerId,
-    amount_minor: t.amountMinor,
-    fee_minor: t.feeMinor,
-    currency: t.currency,
-    reference: t.reference,
-    failure: t.failure,
-    hold: { status: t.holdStatus, amount_minor: heldMinor(t) },
-    attempt: t.attempt,
-    status_history: t.history.map((h) => ({
-      status: h.status,
-      at: iso(h.atMs),
-      attempt: h.attempt,
-      failure_code: h.failureCode,
-    })),
-    payment_id: t.paymentId,
-    transfer_id: t.transferId,
-    // A service order's collection refunded to the payer (the purchase failed): the transaction stays
-    // completed, as the collection did; the refund is shown beside it.
-    ...(t.refund === undefined ? {} : {
-      refund: {
-        status: t.refund.status,
-        amount_minor: t.refund.amountMinor,
-        currency: t.refund.currency,
-        created_at: iso(t.refund.createdAtMs),
-        completed_at: t.refund.completedAtMs === null ? null : iso(t.refund.completedAtMs),
-      },
-    }),
-    ...(t.reconciliation === undefined ? {} : { reconciliation: reconciliationView(t.reconciliation) }),
-    ...(t.exchange === undefined ? {} : {
-      exchange_id: t.exchange.id,
-      from_amount_minor: t.amountMinor,
-      from_currency: t.currency,
-      to_amount_minor: t.exchange.toAmountMinor,
-      to_currency: t.exchange.toCurrency,
-    }),
-    created_at: iso(t.createdAtMs),
-    updated_at: iso(t.updatedAtMs),
-  };
-}
+const transactionCompiled = compileView<Transaction>('transaction', TransactionSchema, {
+  id: (t) => t.id,
+  type: (t) => t.type,
+  status: (t) => t.status,
+  customer_id: (t) => t.customerId,
+  amount_minor: (t) => t.amountMinor,
+  fee_minor: (t) => t.feeMinor,
+  currency: (t) => t.currency,
+  reference: (t) => t.reference,
+  failure: { json: (t) => t.failure },
+  hold: { of: (t) => t, fields: { status: (t: Transaction) => t.holdStatus, amount_minor: heldMinor } as Sources<never> },
+  attempt: (t) => t.attempt,
+  status_history: {
+    each: (t) => t.history,
+    fields: { status: (h: Transaction['history'][number]) => h.status, at: { ms: (h: Transaction['history'][number]) => h.atMs }, attempt: (h: Transaction['history'][number]) => h.attempt, failure_code: (h: Transaction['history'][number]) => h.failureCode } as Sources<never>,
+  },
+  payment_id: (t) => t.paymentId,
+  transfer_id: (t) => t.transferId,
+  // A service order's collection refunded to the payer (the purchase failed): the transaction stays
+  // completed, as the collection did; the refund is shown beside it.
+  refund: {
+    of: (t) => t.refund,
+    fields: { status: (r: Refund) => r.status, amount_minor: (r: Refund) => r.amountMinor, currency: (r: Refund) => r.currency, created_at: { ms: (r: Refund) => r.createdAtMs }, completed_at: { ms: (r: Refund) => r.completedAtMs } } as Sources<never>,
+  },
+  reconciliation: { json: (t) => (t.reconciliation === undefined ? undefined : reconciliationView(t.reconciliation)) },
+  exchange_id: (t) => t.exchange?.id,
+  from_amount_minor: (t) => (t.exchange === undefined ? undefined : t.amountMinor),
+  from_currency: (t) => (t.exchange === undefined ? undefined : t.currency),
+  to_amount_minor: (t) => t.exchange?.toAmountMinor,
+  to_currency: (t) => t.exchange?.toCurrency,
+  created_at: { ms: (t) => t.createdAtMs },
+  updated_at: { ms: (t) => t.updatedAtMs },
+});
+type Refund = NonNullable<Transaction['refund']>;
+/** A transaction as the API shows it; `transactionJson` writes the same JSON without building it. */
+export const transactionView = transactionCompiled.view;
+export const transactionJson = transactionCompiled.json;
 
 /** The address clients reach this server at (set once the front end listens); checkout links use it. */
 let publicUrl = 'http://127.0.0.1:8080';
@@ -159,25 +153,25 @@ function providerView(p: Payment): object {
   return { type: p.method, wallet_id: p.walletId };
 }
 
-export function paymentView(p: Payment): object {
-  return {
-    id: p.id,
-    object: 'payment',
-    transaction_id: p.transactionId,
-    customer_id: p.customerId,
-    method: p.method,
-    status: p.status,
-    amount_minor: p.amountMinor,
-    fee_minor: p.feeMinor,
-    net_amount_minor: p.method === 'wallet' ? p.amountMinor : p.amountMinor - p.feeMinor,
-    currency: p.currency,
-    reference: p.reference,
-    wallet_id: p.walletId,
-    provider: providerView(p),
-    created_at: iso(p.createdAtMs),
-    updated_at: iso(p.updatedAtMs),
-  };
-}
+const paymentCompiled = compileView<Payment>('payment', PaymentSchema, {
+  id: (p) => p.id,
+  transaction_id: (p) => p.transactionId,
+  customer_id: (p) => p.customerId,
+  method: (p) => p.method,
+  status: (p) => p.status,
+  amount_minor: (p) => p.amountMinor,
+  fee_minor: (p) => p.feeMinor,
+  net_amount_minor: (p) => (p.method === 'wallet' ? p.amountMinor : p.amountMinor - p.feeMinor),
+  currency: (p) => p.currency,
+  reference: (p) => p.reference,
+  wallet_id: (p) => p.walletId,
+  provider: { json: providerView },
+  created_at: { ms: (p) => p.createdAtMs },
+  updated_at: { ms: (p) => p.updatedAtMs },
+});
+/** A payment as the API shows it; `paymentJson` writes the same JSON without building it (every payment reply). */
+export const paymentView = paymentCompiled.view;
+export const paymentJson = paymentCompiled.json;
 
 /**
  * The reply a log record names by view (see reply-views.ts), from the state the record's earlier events
@@ -186,5 +180,5 @@ export function paymentView(p: Payment): object {
 export function viewReplyJson(state: PartitionState, view: ReplyView): string {
   const payment = state.payments.get(view.id);
   if (payment === undefined) throw new Error(`reply view: payment ${view.id} is not in the state its record left`);
-  return JSON.stringify({ data: paymentView(payment) });
+  return `{"data":${paymentJson(payment)}}`;
 }

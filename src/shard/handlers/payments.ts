@@ -13,13 +13,14 @@ import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Customer, type Payment, type PaymentMethod, type Transaction } from '../state.ts';
 import { collectionExpiresAtMs, expiresUnpaid, COLLECTION_TTL_MS } from '../collections.ts';
-import { iso, paymentView } from '../views.ts';
+import { iso, paymentJson } from '../views.ts';
 import {
   effectsOf,
   accessRejection,
   customerFor,
   isRejection,
   limitRejection,
+  okJson,
   okReply,
   outboxEvent,
   rejected,
@@ -132,7 +133,7 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   }
   // The log record names this reply instead of carrying it (a card's checkout URL depends on the
   // server's public URL setting, so a card reply is kept whole: a restart may change that setting).
-  const outcome: Outcome = { events, reply: (state) => okReply(201, paymentView(state.payments.get(paymentId)!)), effects };
+  const outcome: Outcome = { events, reply: (state) => okJson(201, paymentJson(state.payments.get(paymentId)!)), effects };
   if (method !== 'card') outcome.replyView = { kind: 'payment', id: paymentId };
   return outcome;
 }
@@ -173,7 +174,7 @@ function paymentFor(ctx: HandlerContext, cmd: Command, id: string): Payment | Re
 export function getPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.get' }): Outcome {
   const payment = paymentFor(ctx, cmd, cmd.id);
   if (isRejection(payment)) return rejected(payment);
-  return { events: [], reply: () => okReply(200, paymentView(payment)) };
+  return { events: [], reply: () => okJson(200, paymentJson(payment)) };
 }
 
 /** Places the hold of a retried wallet payment, or fails it final when the wallet is now short. */
@@ -187,10 +188,10 @@ export function submitPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const wallet = walletOf(ctx.state, payment.walletId);
   if (wallet === undefined || !canDebit(wallet, payment.amountMinor)) {
     const events = failEvents(ctx, txn, { code: 'INSUFFICIENT_FUNDS', stage: 'collection', message: 'The wallet cannot cover the amount.' }, 'fail');
-    return { events: events ?? [], reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+    return { events: events ?? [], reply: (state) => okJson(200, paymentJson(state.payments.get(payment.id)!)) };
   }
   const events = holdEvents(ctx, payment, txn);
-  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: [railSettle(ctx, cmd, payment.id, txn.attempt)] };
+  return { events, reply: (state) => okJson(200, paymentJson(state.payments.get(payment.id)!)), effects: [railSettle(ctx, cmd, payment.id, txn.attempt)] };
 }
 
 /**
@@ -240,7 +241,7 @@ export function settlePayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
   const order = payment.orderId === undefined ? undefined : ctx.state.orders.get(payment.orderId);
   const dispatched = order === undefined ? null : dispatchEvents(ctx, order, cmd.partition, 'payment.settled');
   if (dispatched !== null) events.push(...dispatched.events);
-  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)), effects: dispatched?.effects ?? [] };
+  return { events, reply: (state) => okJson(200, paymentJson(state.payments.get(payment.id)!)), effects: dispatched?.effects ?? [] };
 }
 
 const FAILABLE_CODES: readonly FailureCode[] = ['PROVIDER_ERROR', 'INTERNAL', 'RATE_LIMITED', 'COMPLIANCE_DENIED', 'INSUFFICIENT_FUNDS', 'LIMIT_EXCEEDED'];
@@ -297,7 +298,7 @@ export function failPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.fa
   if (events === null) {
     return rejected(reject('CONFLICT', `Payment is ${payment.status}; only a pending or processing payment can fail.`));
   }
-  return { events, reply: (state) => okReply(200, paymentView(state.payments.get(payment.id)!)) };
+  return { events, reply: (state) => okJson(200, paymentJson(state.payments.get(payment.id)!)) };
 }
 
 /**

@@ -4,8 +4,8 @@
 import { reject } from '../../errors.ts';
 import type { Command } from '../protocol.ts';
 import type { PartitionState, ServiceOrder, Transaction } from '../state.ts';
-import { transactionView } from '../views.ts';
-import { accessRejection, customerFor, isRejection, limitRejection, okReply, rejected, usageEvent, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
+import { transactionJson } from '../views.ts';
+import { accessRejection, customerFor, isRejection, limitRejection, okJson, rejected, usageEvent, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { cancelOrderEvents, failEvents, newTransaction, retryEvents, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { retryOrderEvents } from '../lifecycle/order-payments.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
@@ -19,7 +19,7 @@ function transactionFor(ctx: HandlerContext, cmd: Command, id: string): Transact
 }
 
 const replyTxn = (id: string, status = 200) => (state: Pick<PartitionState, 'transactions'>) =>
-  okReply(status, transactionView(state.transactions.get(id)!));
+  okJson(status, transactionJson(state.transactions.get(id)!));
 
 export function createTransaction(ctx: HandlerContext, cmd: Command & { k: 'txn.create' }): Outcome {
   const customer = customerFor(ctx, cmd, cmd.body.customerId);

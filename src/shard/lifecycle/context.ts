@@ -70,6 +70,11 @@ export function okReply(status: number, data: unknown): StoredReply {
   return { status, json: JSON.stringify({ data }) };
 }
 
+/** okReply of a view already written as JSON by its compiled serialiser (schemas/compile-serialiser.ts). */
+export function okJson(status: number, dataJson: string): StoredReply {
+  return { status, json: `{"data":${dataJson}}` };
+}
+
 export function errorReply(rejection: Rejection): StoredReply {
   return { status: statusOf(rejection), error: { code: rejection.code, message: rejection.message } };
 }
