@@ -27,7 +27,7 @@ import type { RailCall } from '../rails/rail.ts';
 import { callRail, isSimulated, setLiveRails } from '../rails/rails.ts';
 import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
-import { publicUrlOf, setPublicUrl, walletView } from './views.ts';
+import { publicUrlOf, setPublicUrl, walletJson } from './views.ts';
 import { walletOf } from './state.ts';
 import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS, LIST_PENDING_ROWS_MAX } from '../store/derived-rows.ts';
 import { answerList } from './list-pages.ts';
@@ -272,7 +272,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       if (state.walletsChanged.size === 0) continue;
       for (const id of state.walletsChanged) {
         const wallet = walletOf(state, id);
-        if (wallet !== undefined) updates.push({ id, owner: wallet.owner, customerId: wallet.customerId, json: JSON.stringify({ data: walletView(wallet) }) });
+        if (wallet !== undefined) updates.push({ id, owner: wallet.owner, customerId: wallet.customerId, json: `{"data":${walletJson(wallet)}}` });
       }
       state.walletsChanged.clear();
     }

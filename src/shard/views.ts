@@ -8,41 +8,42 @@ import type { ReplyView } from '../store/tiers.ts';
 import { isoTime } from '../iso-time.ts';
 import { compileView, type Sources } from '../schemas/compile-serialiser.ts';
 import { Payment as PaymentSchema, Transaction as TransactionSchema } from '../schemas/transaction.schema.ts';
+import { Customer as CustomerSchema, Wallet as WalletSchema } from '../schemas/customer.schema.ts';
 
 /** A sandbox-clock time in milliseconds as the API shows it (ISO 8601 UTC). */
 export const iso = isoTime;
 
-export function customerView(c: Customer): object {
-  return {
-    id: c.id,
-    object: 'customer',
-    name: c.name,
-    email: c.email,
-    phone: c.phone,
-    country_code: c.countryCode,
-    tier: c.tier,
-    kyc_level: c.kycLevel,
-    pin_set: c.pinHash !== null,
-    wallets: Object.entries(c.wallets).map(([currency, id]) => ({ id, currency })),
-    created_at: iso(c.createdAtMs),
-    updated_at: iso(c.updatedAtMs),
-  };
-}
+const customerCompiled = compileView<Customer>('customer', CustomerSchema, {
+  id: (c) => c.id,
+  name: (c) => c.name,
+  email: (c) => c.email,
+  phone: (c) => c.phone,
+  country_code: (c) => c.countryCode,
+  tier: (c) => c.tier,
+  kyc_level: (c) => c.kycLevel,
+  pin_set: (c) => c.pinHash !== null,
+  wallets: { each: (c) => Object.entries(c.wallets), fields: { id: ([, id]: [string, string]) => id, currency: ([currency]: [string, string]) => currency } as Sources<never> },
+  created_at: { ms: (c) => c.createdAtMs },
+  updated_at: { ms: (c) => c.updatedAtMs },
+});
+/** A customer as the API shows it; `customerJson` writes the same JSON without building it. */
+export const customerView = customerCompiled.view;
+export const customerJson = customerCompiled.json;
 
-export function walletView(w: Wallet): object {
-  return {
-    id: w.id,
-    object: 'wallet',
-    customer_id: w.customerId,
-    currency: w.currency,
-    balance_minor: balanceMinor(w),
-    available_minor: availableMinor(w),
-    held_minor: w.debitsPending,
-    incoming_minor: w.creditsPending,
-    created_at: iso(w.createdAtMs),
-    updated_at: iso(w.updatedAtMs),
-  };
-}
+const walletCompiled = compileView<Wallet>('wallet', WalletSchema, {
+  id: (w) => w.id,
+  customer_id: (w) => w.customerId,
+  currency: (w) => w.currency,
+  balance_minor: balanceMinor,
+  available_minor: availableMinor,
+  held_minor: (w) => w.debitsPending,
+  incoming_minor: (w) => w.creditsPending,
+  created_at: { ms: (w) => w.createdAtMs },
+  updated_at: { ms: (w) => w.updatedAtMs },
+});
+/** A wallet as the API shows it (available_minor = balance_minor - held_minor); `walletJson` writes it without building it. */
+export const walletView = walletCompiled.view;
+export const walletJson = walletCompiled.json;
 
 /**
  * What the transaction's hold is for: a transfer holds its amount plus the fee charged on top; every

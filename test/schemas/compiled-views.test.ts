@@ -7,10 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Value } from 'typebox/value';
-import { paymentJson, paymentView, transactionJson, transactionView, setPublicUrl } from '../../src/shard/views.ts';
+import { customerJson, customerView, paymentJson, paymentView, transactionJson, transactionView, setPublicUrl, walletJson, walletView } from '../../src/shard/views.ts';
+import { Customer as CustomerSchema, Wallet as WalletSchema } from '../../src/schemas/customer.schema.ts';
 import { Payment as PaymentSchema, Transaction as TransactionSchema } from '../../src/schemas/transaction.schema.ts';
 import { compileView } from '../../src/schemas/compile-serialiser.ts';
-import type { Payment, Transaction } from '../../src/shard/state.ts';
+import type { Customer, Payment, Transaction, Wallet } from '../../src/shard/state.ts';
 import { isoTime as iso } from '../../src/iso-time.ts';
 import Type from 'typebox';
 
@@ -48,6 +49,17 @@ const transactionArb: fc.Arbitrary<Transaction> = fc.record({
   }, { requiredKeys: ['status', 'recorded', 'reported', 'kind', 'entityId', 'attempt', 'rail', 'providerReference', 'failureCode', 'reportedAtMs'] }), { nil: undefined }),
   createdAtMs: ms, updatedAtMs: ms,
 }, { requiredKeys: ['id', 'owner', 'customerId', 'type', 'status', 'amountMinor', 'feeMinor', 'currency', 'reference', 'failure', 'holdId', 'holdStatus', 'attempt', 'history', 'paymentId', 'transferId', 'createdAtMs', 'updatedAtMs'] }) as unknown as fc.Arbitrary<Transaction>;
+
+const customerArb: fc.Arbitrary<Customer> = fc.record({
+  id: ulid, owner: fc.constant('test:acct_1'), name: text, email: text, phone: text, countryCode: fc.constantFrom('NG', 'KE'), tier: fc.constantFrom('tier_1', 'tier_2', 'tier_3'),
+  kycLevel: fc.integer({ min: 0, max: 3 }), pinHash: fc.option(text, { nil: null }), wallets: fc.dictionary(fc.constantFrom('NGN', 'USD', 'KES'), ulid),
+  usageDay: fc.nat(), usageMinor: fc.constant({}), createdAtMs: ms, updatedAtMs: ms,
+}) as fc.Arbitrary<Customer>;
+
+const walletArb: fc.Arbitrary<Wallet> = fc.record({
+  id: ulid, kind: fc.constant('wallet'), currency: fc.constantFrom('NGN', 'USD'), debitsPending: minor, debitsPosted: minor, creditsPending: minor, creditsPosted: minor,
+  customerId: ulid, owner: fc.constant('test:acct_1'), createdAtMs: ms, updatedAtMs: ms,
+}) as fc.Arbitrary<Wallet>;
 
 // The views as they were written by hand before they were compiled: the bytes clients were sent.
 function providerBefore(p: Payment): object {
@@ -103,6 +115,36 @@ test('transaction reply: any transaction (refund, reconciliation, exchange or no
     assert.equal(JSON.stringify(transactionView(t)), json);
     assert.ok(Value.Check(TransactionSchema, JSON.parse(json)), json);
   }), { numRuns: 500 });
+});
+
+function customerBefore(c: Customer): object {
+  return {
+    id: c.id, object: 'customer', name: c.name, email: c.email, phone: c.phone, country_code: c.countryCode, tier: c.tier, kyc_level: c.kycLevel,
+    pin_set: c.pinHash !== null, wallets: Object.entries(c.wallets).map(([currency, id]) => ({ id, currency })), created_at: iso(c.createdAtMs), updated_at: iso(c.updatedAtMs),
+  };
+}
+
+function walletBefore(w: Wallet): object {
+  return {
+    id: w.id, object: 'wallet', customer_id: w.customerId, currency: w.currency, balance_minor: w.creditsPosted - w.debitsPosted,
+    available_minor: w.creditsPosted - w.debitsPosted - w.debitsPending, held_minor: w.debitsPending, incoming_minor: w.creditsPending,
+    created_at: iso(w.createdAtMs), updated_at: iso(w.updatedAtMs),
+  };
+}
+
+test('customer and wallet replies: any customer or wallet → the hand-written views\' bytes, and the schemas hold', () => {
+  fc.assert(fc.property(customerArb, (c) => {
+    const json = customerJson(c);
+    assert.equal(json, JSON.stringify(customerBefore(c)));
+    assert.equal(JSON.stringify(customerView(c)), json);
+    assert.ok(Value.Check(CustomerSchema, JSON.parse(json)), json);
+  }), { numRuns: 300 });
+  fc.assert(fc.property(walletArb, (w) => {
+    const json = walletJson(w);
+    assert.equal(json, JSON.stringify(walletBefore(w)));
+    assert.equal(JSON.stringify(walletView(w)), json);
+    assert.ok(Value.Check(WalletSchema, JSON.parse(json)), json);
+  }), { numRuns: 300 });
 });
 
 test('compileView: a schema property without a source, or a source the schema lacks → refused when compiled', () => {

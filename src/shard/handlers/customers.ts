@@ -7,8 +7,8 @@ import { findCountry } from '../../catalogue/countries.ts';
 import type { Command } from '../protocol.ts';
 import type { Customer } from '../state.ts';
 import { walletOf } from '../state.ts';
-import { customerView, walletView } from '../views.ts';
-import { accessRejection, customerFor, isRejection, okReply, rejected, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
+import { customerJson, walletJson } from '../views.ts';
+import { accessRejection, customerFor, isRejection, okJson, okReply, rejected, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import type { CustomerPatch } from '../events.ts';
 import { openWallet } from '../lifecycle/wallets.ts';
 
@@ -40,14 +40,14 @@ export function createCustomer(ctx: HandlerContext, cmd: Command & { k: 'custome
       { t: 'customer.created', customer },
       { t: 'wallet.opened', wallet },
     ],
-    reply: (state) => okReply(201, customerView(state.customers.get(customer.id)!)),
+    reply: (state) => okJson(201, customerJson(state.customers.get(customer.id)!)),
   };
 }
 
 export function getCustomer(ctx: HandlerContext, cmd: Command & { k: 'customer.get' }): Outcome {
   const customer = customerFor(ctx, cmd, cmd.id);
   if (isRejection(customer)) return rejected(customer);
-  return { events: [], reply: () => okReply(200, customerView(customer)) };
+  return { events: [], reply: () => okJson(200, customerJson(customer)) };
 }
 
 export function updateCustomer(ctx: HandlerContext, cmd: Command & { k: 'customer.update' }): Outcome {
@@ -63,7 +63,7 @@ export function updateCustomer(ctx: HandlerContext, cmd: Command & { k: 'custome
   if (p.kycLevel !== undefined) patch.kycLevel = p.kycLevel;
   return {
     events: [{ t: 'customer.updated', id: customer.id, patch, atMs: ctx.nowMs }],
-    reply: (state) => okReply(200, customerView(state.customers.get(customer.id)!)),
+    reply: (state) => okJson(200, customerJson(state.customers.get(customer.id)!)),
   };
 }
 
@@ -78,5 +78,5 @@ export function getWallet(ctx: HandlerContext, cmd: Command & { k: 'wallet.get' 
   const wallet = walletOf(ctx.state, cmd.id);
   const denied = accessRejection(cmd, wallet, 'wallet');
   if (denied !== null || wallet === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such wallet.'));
-  return { events: [], reply: () => okReply(200, walletView(wallet)) };
+  return { events: [], reply: () => okJson(200, walletJson(wallet)) };
 }
