@@ -28,6 +28,7 @@ import type {
   Wallet,
 } from './state.ts';
 import { collectionDue, expiresUnpaid } from './collections.ts';
+import { transactionOfPayment } from './payment-opened.ts';
 import { viewReplyJson } from './views.ts';
 import { eventBody, noteEntries, noteResource } from './list-notes.ts';
 import type { Hold } from '../ledger/ledger.ts';
@@ -55,6 +56,8 @@ export type WalEvent =
   /** A contradiction a rail reported is recorded on the transaction, or an operator resolved it. */
   | { t: 'txn.reconciliation'; id: string; reconciliation: Reconciliation; atMs: number }
   | { t: 'payment.created'; payment: Payment }
+  /** A payment and the transaction derived from it (payment-opened.ts): one copy of the facts in the record. */
+  | { t: 'payment.opened'; payment: Payment }
   | { t: 'payment.moved'; id: string; status: PaymentStatus; atMs: number }
   /** A live collection rail took the payment: its reference and the page where the payer completes it. */
   | { t: 'payment.rail'; id: string; providerReference: string | null; payUrl: string | null; atMs: number }
@@ -138,6 +141,9 @@ function noteListed(state: PartitionState, event: WalEvent, holds: Array<Hold | 
     case 'txn.created':
     case 'txn.moved':
       return noteResource(state, 'transaction', state.transactions.get(event.t === 'txn.created' ? event.txn.id : event.id));
+    case 'payment.opened':
+      noteResource(state, 'transaction', state.transactions.get(event.payment.transactionId));
+      return noteResource(state, 'payment', state.payments.get(event.payment.id));
     case 'payment.created':
     case 'payment.moved':
       return noteResource(state, 'payment', state.payments.get(event.t === 'payment.created' ? event.payment.id : event.id));
@@ -223,6 +229,10 @@ function applyOne(state: PartitionState, event: WalEvent): void {
       txn.updatedAtMs = event.atMs;
       return;
     }
+    case 'payment.opened':
+      applyOne(state, { t: 'txn.created', txn: transactionOfPayment(event.payment) });
+      applyOne(state, { t: 'payment.created', payment: event.payment });
+      return;
     case 'payment.created':
       assert(!state.payments.hasHot(event.payment.id), 'apply: payment exists');
       state.payments.set(event.payment.id, { ...event.payment });

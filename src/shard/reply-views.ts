@@ -11,7 +11,7 @@ import { viewReplyJson } from './views.ts';
 
 /** The events of a record that shape the viewed entity (what the scratch replay below applies). */
 const SHAPES: Record<ReplyView['kind'], ReadonlySet<string>> = {
-  payment: new Set(['payment.created', 'payment.moved', 'payment.rail']),
+  payment: new Set(['payment.opened', 'payment.created', 'payment.moved', 'payment.rail']),
 };
 
 /**
@@ -24,7 +24,7 @@ export function replyFromRecord(events: readonly unknown[], record: IdempotencyR
   const shapes = SHAPES[view.kind];
   for (const event of events as WalEvent[]) {
     if (!shapes.has(event.t)) continue;
-    const id = 'id' in event ? event.id : event.t === 'payment.created' ? event.payment.id : undefined;
+    const id = 'id' in event ? event.id : event.t === 'payment.created' || event.t === 'payment.opened' ? event.payment.id : undefined;
     if (id === view.id) applyEvent(scratch, event);
   }
   return viewReplyJson(scratch, view);

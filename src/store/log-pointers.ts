@@ -58,16 +58,36 @@ export function eventInLog(wal: LogSegments, id: string, lsn: number): string {
   return body;
 }
 
+/**
+ * Builds an entity a record's event derives instead of carrying (a payment's transaction from
+ * `payment.opened`): the shard's rule, registered when its module loads (shard/payment-opened.ts), since
+ * the store cannot apply events. Undefined when the event derives no such entity.
+ */
+type DerivedEntity = (event: Record<string, unknown>, kind: EntityKind, id: string) => string | undefined;
+let derivedEntity: DerivedEntity | null = null;
+
+export function registerDerivedEntity(derive: DerivedEntity): void {
+  derivedEntity = derive;
+}
+
+/** The entity (as JSON) the record's events create whole or derive, or undefined. */
+function createdInRecord(record: string, kind: EntityKind, id: string): string | undefined {
+  const property = CREATED_PROPERTY[kind];
+  if (property === undefined) return undefined;
+  for (const event of JSON.parse(record) as Array<Record<string, { id?: string } | string>>) {
+    const entity = event[property];
+    if (typeof entity === 'object' && entity.id === id) return JSON.stringify(entity);
+    const derived = derivedEntity?.(event, kind, id);
+    if (derived !== undefined) return derived;
+  }
+  return undefined;
+}
+
 /** The entity as the log record at `lsn` created it. */
 export function createdInLog(wal: LogSegments, kind: EntityKind, id: string, lsn: number): string {
   const record = wal.recordAt(lsn);
-  const property = CREATED_PROPERTY[kind];
-  if (record !== undefined && property !== undefined) {
-    for (const event of JSON.parse(record) as Array<Record<string, { id?: string } | string>>) {
-      const entity = event[property];
-      if (typeof entity === 'object' && entity.id === id) return JSON.stringify(entity);
-    }
-  }
+  const body = record === undefined ? undefined : createdInRecord(record, kind, id);
+  if (body !== undefined) return body;
   throw new DamagedRowError('cold', `${kind} ${id} (LSN ${lsn}): its body should be in that log record and is not`);
 }
 
@@ -89,7 +109,10 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     const property = CREATED_PROPERTY[row.kind];
     if (property === undefined || row.inLog === true) return row;
     const record = wal.recordAt(row.lsn);
-    return record !== undefined && record.includes(`"${property}":${row.body}`) ? Object.assign({}, row, { inLog: true as const }) : row;
+    if (record === undefined) return row;
+    // Carried whole (the body's very bytes are in the record), or derived from it by the same rule.
+    const inRecord = record.includes(`"${property}":${row.body}`) || (derivedEntity !== null && createdInRecord(record, row.kind, row.id) === row.body);
+    return inRecord ? Object.assign({}, row, { inLog: true as const }) : row;
   });
   const idem = derived.idem.map((change) => {
     if (change.inLog === true || change.op.op !== 'put' || change.op.record.json === undefined) return change;

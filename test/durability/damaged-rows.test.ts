@@ -136,7 +136,7 @@ test('a finished row that points into a damaged log row: the server starts (imag
   const coldBody = row.prepare('SELECT body FROM cold WHERE id = ?').pluck().get(paymentId) as string;
   row.close();
   assert.equal(coldBody, '', 'the row holds no second copy of the payment');
-  const lsn = logRecords(file).find((r) => r.body.includes(paymentId) && r.body.includes('payment.created'))!.lsn;
+  const lsn = logRecords(file).find((r) => r.body.includes(paymentId) && r.body.includes('payment.opened'))!.lsn;
   damageRowOf(file, lsn);
   server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
   try {

@@ -39,7 +39,7 @@ function creationEvents(dataDir: string, id: string): unknown[] {
   return ['shard-0.db', 'shard-1.db'].flatMap((name) => {
     const bodies = logRecords(path.join(dataDir, name)).map((r) => r.body).filter((body) => body.includes('created') && body.includes(id));
     return bodies.flatMap((body) => (JSON.parse(body) as Array<{ t: string; cold?: string; payment?: { id: string }; txn?: { id: string } }>)
-      .filter((e) => e.t.endsWith('.created') && (e.cold === id || e.payment?.id === id || e.txn?.id === id)));
+      .filter((e) => (e.t.endsWith('.created') || e.t === 'payment.opened') && (e.cold === id || e.payment?.id === id || e.txn?.id === id)));
   });
 }
 
@@ -217,8 +217,10 @@ test('a sandbox collection waiting for its payer → cold from creation (payment
     const created = await api('POST', '/v1/payments', { idempotencyKey: idem('wait'), body: { customer_id: customer.id, amount_minor: 40_000, currency: 'NGN', method: 'bank_transfer' } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const { id, transaction_id: txnId } = created.body.data as { id: string; transaction_id: string };
-    assert.deepEqual(creationEvents(server.dataDir, id).map((e) => (e as { t: string }).t), ['payment.created'], 'its log record carries it whole');
-    assert.deepEqual(creationEvents(server.dataDir, txnId).map((e) => (e as { t: string }).t), ['txn.created']);
+    const opened = creationEvents(server.dataDir, id) as Array<{ t: string; payment: { transactionId: string } }>;
+    assert.deepEqual(opened.map((e) => e.t), ['payment.opened'], 'its log record carries it whole');
+    assert.equal(opened[0]!.payment.transactionId, txnId, 'and names the transaction derived from it');
+    assert.deepEqual(creationEvents(server.dataDir, txnId), [], 'the transaction is not carried a second time');
     await until(async () => coldHas(server.dataDir, id) && coldHas(server.dataDir, txnId), (found) => found, 'the waiting payment and its transaction to be written cold', 10_000);
     assert.deepEqual((await api('GET', `/v1/payments/${id}`)).body, created.body, 'same body from the cold table');
     const settled = await api('POST', `/v1/test_helpers/payments/${id}/settle`);

@@ -112,8 +112,10 @@ class Harness {
   created(kind: 'payment' | 'txn' | 'exchange'): string[] {
     const ids: string[] = [];
     for (const event of this.wal) {
-      if (kind === 'payment' && event.t === 'payment.created') ids.push(event.payment.id);
+      if (kind === 'payment' && (event.t === 'payment.created' || event.t === 'payment.opened')) ids.push(event.payment.id);
       if (kind === 'txn' && event.t === 'txn.created') ids.push(event.txn.id);
+      // payment.opened carries the payment; its transaction is derived from it (shard/payment-opened.ts).
+      if (kind === 'txn' && event.t === 'payment.opened') ids.push(event.payment.transactionId);
       if (kind === 'exchange' && event.t === 'exchange.created') ids.push(event.exchange.id);
     }
     return ids;
@@ -438,7 +440,8 @@ describe('replay (fast-check, seed 22): log v2 on a real shard file', () => {
       const ids = new Set<string>();
       for (const event of h.wal) {
         if (event.t === 'txn.created') ids.add(`txn ${event.txn.id}`);
-        if (event.t === 'payment.created') ids.add(`payment ${event.payment.id}`);
+        if (event.t === 'payment.created' || event.t === 'payment.opened') ids.add(`payment ${event.payment.id}`);
+        if (event.t === 'payment.opened') ids.add(`txn ${event.payment.transactionId}`);
       }
       const read = (state: PartitionState, key: string): unknown => {
         const [kind, id] = key.split(' ') as ['txn' | 'payment', string];

@@ -35,6 +35,7 @@ import { openWallet } from '../lifecycle/wallets.ts';
 import { dispatchEvents, failEvents, movePayment, moveTransaction, paymentHandles, transactionHandles } from '../lifecycle/lifecycle.ts';
 import { collectionCall, methodsFor } from '../lifecycle/rail-requests.ts';
 import { newPayment } from '../lifecycle/order-payments.ts';
+import { transactionOfPayment } from '../payment-opened.ts';
 import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
 import { isLiveOwner } from '../../rails/coverage.ts';
 import { railFailureCode, RAIL_RETRY_AFTER_MS, type RailOp } from '../../rails/rail.ts';
@@ -116,11 +117,11 @@ export function createPayment(ctx: HandlerContext, cmd: Command & { k: 'payment.
 
   const paymentId = ctx.mintId();
   const feeMinor = method === 'wallet' ? 0 : collectionFeeMinor(method, body.currency, body.amountMinor);
-  const { payment, txn, opened } = newPayment(ctx, { owner: cmd.owner, customer, paymentId, method, amountMinor: body.amountMinor, feeMinor, currency: body.currency, reference: body.reference, walletId, ttlMs: COLLECTION_TTL_MS });
-  // A sandbox collection then waits for its payer, cold (see awaitsPayer); its transaction with it.
-  if (method !== 'wallet' && !isLiveOwner(cmd.owner)) txn.awaitsPayer = true;
+  const { payment, opened } = newPayment(ctx, { owner: cmd.owner, customer, paymentId, method, amountMinor: body.amountMinor, feeMinor, currency: body.currency, reference: body.reference, walletId, ttlMs: COLLECTION_TTL_MS });
   if (method === 'mobile_money') payment.promptPhone = customer.phone;
-  events.push({ t: 'txn.created', txn }, { t: 'payment.created', payment }, usageEvent(customer, body.currency, body.amountMinor, ctx.nowMs));
+  // The record carries the payment once: its transaction is derived from it, here as at replay.
+  const txn = transactionOfPayment(payment);
+  events.push({ t: 'payment.opened', payment }, usageEvent(customer, body.currency, body.amountMinor, ctx.nowMs));
   const effects: Effect[] = [];
   if (method === 'wallet') {
     events.push(...holdEvents(ctx, payment, txn));
