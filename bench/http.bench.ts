@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { coreUse, kernelThreadCpuSeconds, machineBusySeconds, pinSelf, processCpuSeconds, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
+import { coreUse, kernelThreadCpuSeconds, machineBusySeconds, pinSelf, processCpuSeconds, processWriteBytes, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { postScript, runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 
@@ -54,6 +54,8 @@ interface Run {
   kernelCores: number;
   foreignCores: number;
   attempt: number;
+  /** kobo: the server's write_bytes during the run divided by its 2xx answers (issue #22 counts it for durable POSTs). */
+  writtenBytesPerOk?: number;
 }
 
 // ---- wrk scripts ---------------------------------------------------------------------------------
@@ -95,18 +97,22 @@ async function measure(
     const kernelBefore = kernelThreadCpuSeconds();
     const serverBefore = processCpuSeconds(what.serverPid);
     const threadsBefore = threadCpuSeconds(what.serverPid);
+    const writtenBefore = target === 'kobo' ? processWriteBytes(what.serverPid) : 0;
     const selfBefore = process.cpuUsage();
     const startedMs = Date.now();
     const result = await runWrk({ ...options, scriptArgs: options.scriptArgs?.map((a) => `${a}-${attempt}`) });
     const wallS = (Date.now() - startedMs) / 1000;
     const cores = counting();
     const serverCpuS = processCpuSeconds(what.serverPid) - serverBefore;
+    const written = target === 'kobo' ? processWriteBytes(what.serverPid) - writtenBefore : 0;
     const self = process.cpuUsage(selfBefore);
     const selfCpuS = (self.user + self.system) / 1e6;
     const kernelCpuS = kernelThreadCpuSeconds() - kernelBefore;
     const foreignCores = Math.max(0, machineBusySeconds() - busyBefore - serverCpuS - result.clientCpuSeconds - selfCpuS - kernelCpuS) / wallS;
     const command = `taskset ${wrkArgs(options).map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(' ')}`;
     const run: Run = { scenario, target, command, result, cores, serverCores: serverCpuS / wallS, clientCores: result.clientCpuSeconds / wallS, kernelCores: kernelCpuS / wallS, foreignCores, attempt };
+    const oks = result.requests - result.non2xx;
+    if (target === 'kobo' && oks > 0) run.writtenBytesPerOk = written / oks;
     process.stdout.write(
       `  ${target.padEnd(4)} ${scenario}: ${fmt(result.requestsPerSec, 0)} req/s, p50 ${fmt(result.latencyP50Ms, 2)} ms, ` +
         `p99 ${fmt(result.latencyP99Ms, 2)} ms, non-2xx ${result.non2xx}; server ${run.serverCores.toFixed(2)} cores, ` +
@@ -114,7 +120,8 @@ async function measure(
     );
     if (target === 'kobo') {
       const threads = [...threadCpuSeconds(what.serverPid)].map(([name, s]) => [name, (s - (threadsBefore.get(name) ?? 0)) / wallS] as const).filter(([, c]) => c >= 0.01);
-      process.stdout.write(`       threads: ${threads.sort((a, b) => b[1] - a[1]).map(([name, c]) => `${name} ${c.toFixed(2)}`).join(', ')}; ${fmt((run.serverCores * 1e6) / result.requestsPerSec, 0)} µs CPU a request\n`);
+      const written = run.writtenBytesPerOk === undefined || run.writtenBytesPerOk < 1 ? '' : `; ${fmt(run.writtenBytesPerOk, 0)} B written a 2xx`;
+      process.stdout.write(`       threads: ${threads.sort((a, b) => b[1] - a[1]).map(([name, c]) => `${name} ${c.toFixed(2)}`).join(', ')}; ${fmt((run.serverCores * 1e6) / result.requestsPerSec, 0)} µs CPU a request${written}\n`);
     }
     const bad = result.non2xx + result.socketErrors;
     if (result.requests === 0 || bad > result.requests * NON_2XX_RATIO_MAX) {

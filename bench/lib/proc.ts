@@ -134,6 +134,13 @@ function statFields(statFile: string): string[] | null {
 /** User + system CPU seconds of a stat line's fields. */
 const cpuSecondsOf = (fields: readonly string[]): number => (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
 
+/** Bytes the process caused to be written to storage so far (/proc/PID/io write_bytes: page-cache pages it dirtied). */
+export function processWriteBytes(pid: number): number {
+  const line = fs.readFileSync(`/proc/${pid}/io`, 'utf8').split('\n').find((l) => l.startsWith('write_bytes:'));
+  if (line === undefined) throw new Error('no write_bytes in /proc/PID/io');
+  return Number(line.split(':')[1]);
+}
+
 /** CPU seconds (user + system, all threads) a live process has used; 0 when it is gone. */
 export function processCpuSeconds(pid: number, statFile = `/proc/${pid}/stat`): number {
   const fields = statFields(statFile);
