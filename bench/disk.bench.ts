@@ -81,11 +81,12 @@ const TRACE_WRITES = process.argv.includes('--trace-writes');
 /**
  * The strace that runs the server when `--trace-writes` is given: started with it (not attached later), so
  * `--seccomp-bpf` stops the server only at the traced calls (SQLite's pwrite64 and the syncs) and its
- * batches stay close to an untraced run's. -ttt stamps each call (the run window is cut by time); -x -s 4
- * keeps the first four bytes of each write, in hex when one is not printable (a frame header's page number below 2^24 starts with a zero byte).
+ * batches stay close to an untraced run's. -ttt stamps each call (the run window is cut by time); -x -s 8
+ * keeps the first eight bytes of each write, in hex when one is not printable: a frame header's page number
+ * (below 2^24 it starts with a zero byte) and its commit mark.
  */
 function straceArgs(file: string): string[] {
-  return ['-f', '--seccomp-bpf', '-qq', '-ttt', '-y', '-x', '-s', '4', '-e', 'trace=pwrite64,fdatasync,fsync', '-o', file];
+  return ['-f', '--seccomp-bpf', '-qq', '-ttt', '-y', '-x', '-s', '8', '-e', 'trace=pwrite64,fdatasync,fsync', '-o', file];
 }
 
 /** The server's own PID under strace (strace's one child), which /proc/PID/io and stat are read from. */

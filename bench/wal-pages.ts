@@ -10,6 +10,9 @@ import Database from 'better-sqlite3';
 /** Bytes of one WAL frame header (page number, commit size, salts, checksums). */
 const WAL_FRAME_HEADER_BYTES = 24;
 
+/** Journal commits (frames whose header carries the file's size in pages) by the b-tree of their last page. */
+export const COMMITS = 'commits (count, not bytes)';
+
 export interface PageBytes {
   /** Bytes written to the -wal for pages of this b-tree (frame headers included). */
   journal: number;
@@ -68,6 +71,8 @@ export function bytesByBtree(traceFile: string, dbFile: string, window: { fromMs
         const page = bytes.length >= 4 ? bytes.readUInt32BE(0) : 0;
         framePage.set(file!, page);
         if (inWindow) add(owners.get(page) ?? 'freed or moved since', 'journal', written, true);
+        // Bytes 4–7: the file's size in pages on a transaction's last frame, 0 on the others.
+        if (inWindow && bytes.length >= 8 && bytes.readUInt32BE(4) !== 0) add(COMMITS, 'journal', 0, true);
       } else if (written === pageSizeBytes) {
         const page = framePage.get(file!) ?? 0;
         if (inWindow) add(owners.get(page) ?? 'freed or moved since', 'journal', written, false);
