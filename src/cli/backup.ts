@@ -23,6 +23,7 @@ import { scopeHash } from '../store/scope-hash.ts';
 import { crc32 } from 'node:zlib';
 import { dueRowChecksum, idemRowChecksum, type IdemRowFields } from '../store/row-checks.ts';
 import { makeDir } from '../store/private-files.ts';
+import { idemBackupSelect, idemNumbered as idemNumberedIn } from '../store/idem-log.ts';
 import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
 import { copyListRows, LIST_BACKUP_SQL } from './backup-lists.ts';
 
@@ -278,7 +279,12 @@ function copyTiers(backup: Database.Database, shardPath: string, lsn: number): {
     // Expiry rows of collections still waiting at `lsn` (a row a sweep dropped after it is not copied:
     // that collection had been paid or had failed by then, and restored it may wait without expiring).
     // Every row keeps the checksum it was written with: restore checks it against the row it restores.
-    return { cold: copy('cold', 'cold'), idem: copy('idem', has('idem_log') ? 'idem_log' : 'idem'), due: copy('due', 'due') };
+    // A file whose idempotency rows name their owner by number: owner and scope are resolved into the
+    // backup's text columns, each row keeping its checksum (which covers the resolved fields).
+    const idemNumbered = has('idem_log') && idemNumberedIn(backup, 's');
+    if (idemNumbered) backup.function('kobo_owner_of_scope', { deterministic: true }, (scope) => ownerOfScope(scope as string));
+    const idem = idemNumbered ? backup.prepare(`INSERT OR REPLACE INTO idem (${TIER_COLUMNS.idem}) ${idemBackupSelect('s')}`).run(lsn).changes : copy('idem', has('idem_log') ? 'idem_log' : 'idem');
+    return { cold: copy('cold', 'cold'), idem, due: copy('due', 'due') };
   } finally {
     backup.exec('DETACH DATABASE s');
   }
