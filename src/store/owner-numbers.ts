@@ -1,6 +1,6 @@
-// The owner numbers of a shard file's idempotency rows: `idem_log` names a key's owner (`env:account`) by
-// a small integer from `owner_numbers` and keeps only the key after it, instead of the owner's ~22
-// characters twice in the row and once more in its expiry index. Store layer: the thread that opens the file.
+// The owner numbers of a shard file's idempotency and expiry rows: `idem_log` names a key's owner
+// (`env:account`) by a small integer from `owner_numbers` and keeps only the key after it, and `due` keys
+// its rows by that number, instead of the owner's ~22 characters. Store layer: the thread that opens the file.
 // Invariant: a number names one owner for the life of the file; each mapping row carries a checksum,
 // checked whenever it is read, so a damaged mapping never makes one account's key another's.
 import type Database from 'better-sqlite3';
@@ -28,7 +28,11 @@ export class OwnerNumbers {
   private readonly numbers = new Map<string, number>();
   private readonly owners = new Map<number, string>();
 
-  constructor(db: Database.Database) {
+  /** `table`: whose rows name owners through this (what a damaged mapping is reported against). */
+  constructor(
+    db: Database.Database,
+    private readonly table: 'idem_log' | 'due' = 'idem_log',
+  ) {
     this.statements = new Statements(db);
   }
 
@@ -39,7 +43,7 @@ export class OwnerNumbers {
     const row = this.statements.get('SELECT n, crc FROM owner_numbers WHERE owner = ?').get(owner) as { n: number; crc: number } | undefined;
     let n: number | undefined;
     if (row !== undefined) {
-      if (ownerNumberChecksum(row.n, owner) !== row.crc) throw new DamagedRowError('idem_log', `owner number ${row.n} (${owner})`);
+      if (ownerNumberChecksum(row.n, owner) !== row.crc) throw new DamagedRowError(this.table, `owner number ${row.n} (${owner})`);
       n = row.n;
     } else if (create) {
       n = Number(this.statements.get('SELECT coalesce(max(n), 0) + 1 FROM owner_numbers').pluck().get());
@@ -54,7 +58,7 @@ export class OwnerNumbers {
     const cached = this.owners.get(n);
     if (cached !== undefined) return cached;
     const row = this.statements.get('SELECT owner, crc FROM owner_numbers WHERE n = ?').get(n) as { owner: string; crc: number } | undefined;
-    if (row === undefined || ownerNumberChecksum(n, row.owner) !== row.crc) throw new DamagedRowError('idem_log', `owner number ${n}`);
+    if (row === undefined || ownerNumberChecksum(n, row.owner) !== row.crc) throw new DamagedRowError(this.table, `owner number ${n}`);
     this.remember(n, row.owner);
     return row.owner;
   }

@@ -253,7 +253,12 @@ export function numberedIdemFields(row: NumberedIdemRow): IdemRowFields {
 /** Expiry rows that fail their checksum, in a shard file or a backup (both call the table `due`). */
 export function* damagedDueRows(db: Database.Database): IterableIterator<string> {
   if (!tableExists(db, 'due') || !hasChecksumColumn(db, 'due')) return;
-  const rows = db.prepare('SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due').iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
+  // A shard file whose rows name their owner by number: checked as the sweep reads them, owner resolved.
+  const numbered = db.prepare("SELECT 1 FROM pragma_table_info('due') WHERE name = 'o'").get() !== undefined;
+  const sql = numbered
+    ? "SELECT coalesce(w.owner, '') AS owner, l.expires_at_ms, l.partition, l.id, l.lsn, l.crc FROM due l LEFT JOIN owner_numbers w ON w.n = l.o"
+    : 'SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due';
+  const rows = db.prepare(sql).iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
   for (const row of rows) if (dueRowChecksum(row) !== row.crc) yield `expiry row of ${row.id} (LSN ${row.lsn}, partition ${row.partition})`;
 }
 

@@ -116,6 +116,7 @@ export class ShardStore implements ColdReader {
     } catch (error) {
       this.lists?.forgetNumbers();
       this.idem.forgetNumbers();
+      this.due.forgetNumbers();
       throw error;
     }
   }
