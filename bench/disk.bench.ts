@@ -4,8 +4,7 @@
 // write_bytes too, as `writtenBytesPerPaymentWithStop`), and the data dir's size per payment.
 // Run: npx tsx bench/disk.bench.ts [--payments N] [--in-flight N] [--trace-writes] (defaults 10,000 and 64). Targets from
 // issue #22: ≤ 1,500 bytes written per payment, ≤ 1 KB on disk per payment after a snapshot. `--trace-writes` attaches
-// strace to the server and splits the bytes by file (slower: batches grow). Talks to 127.0.0.1 only; stops itself.
-import { spawn } from 'node:child_process';
+// strace (started with the server, --seccomp-bpf) and splits the bytes by file and by b-tree (bench/wal-pages.ts). Talks to 127.0.0.1 only; stops itself.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -13,6 +12,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startPinned, serverEntryArgs } from './lib/proc.ts';
 import { writeResult } from './lib/report.ts';
+import { bytesByBtree, perPayment } from './wal-pages.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 /** `--in-flight N`: requests kept in flight (64 by default; the issue measures throughput at 256). */
@@ -78,33 +78,29 @@ function request(port: number, secret: string, method: string, urlPath: string, 
 }
 
 const TRACE_WRITES = process.argv.includes('--trace-writes');
-/** How long strace may take to attach before the run starts regardless. */
-const TRACE_ATTACH_MS = 1_000;
+/**
+ * The strace that runs the server when `--trace-writes` is given: started with it (not attached later), so
+ * `--seccomp-bpf` stops the server only at the traced calls (SQLite's pwrite64 and the syncs) and its
+ * batches stay close to an untraced run's. -ttt stamps each call (the run window is cut by time); -x -s 8
+ * keeps the first eight bytes of each write, in hex when one is not printable: a frame header's page number
+ * (below 2^24 it starts with a zero byte) and its commit mark.
+ */
+function straceArgs(file: string): string[] {
+  return ['-f', '--seccomp-bpf', '-qq', '-ttt', '-y', '-x', '-s', '8', '-e', 'trace=pwrite64,fdatasync,fsync', '-o', file];
+}
 
-/** strace of the server's writes and syncs (every thread), into `file`; stopped by its own PID. */
-function traceWrites(pid: number, file: string): { stop: () => Promise<void> } {
-  const child = spawn('strace', ['-f', '-qq', '-y', '-x', '-s', '8', '-e', 'trace=pwrite64,write,writev,fdatasync,fsync', '-o', file, '-p', String(pid)], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    stop: async () => {
-      // strace ends by itself when the server exits; it may have done so just before this.
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-        try {
-          process.kill(child.pid, 'SIGINT');
-        } catch {
-          // already gone
-        }
-      }
-      await exited;
-    },
-  };
+/** The server's own PID under strace (strace's one child), which /proc/PID/io and stat are read from. */
+function tracedChild(stracePid: number): number {
+  const children = fs.readFileSync(`/proc/${stracePid}/task/${stracePid}/children`, 'utf8').trim().split(/\s+/);
+  if (children.length !== 1 || children[0] === '') throw new Error(`strace ${stracePid} has children [${children.join(', ')}]`);
+  return Number(children[0]);
 }
 
 /** Bytes written and calls per file (the -wal, the db, the rest) and syncs, from an strace output. */
 function traceSummary(file: string, payments: number): Record<string, { calls: number; bytesPerPayment: number }> {
   const out: Record<string, { calls: number; bytes: number }> = {};
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    const m = /^\d+\s+(pwrite64|write|writev|fdatasync|fsync)\(\d+<([^>]*)>.*=\s+(\d+)$/.exec(line);
+    const m = /^\d+\s+(?:\d+\.\d+\s+)?(pwrite64|write|writev|fdatasync|fsync)\(\d+<([^>]*)>.*=\s+(\d+)$/.exec(line);
     if (m === null) continue;
     const target = m[2]!.endsWith('-wal') ? 'wal' : m[2]!.endsWith('.db') ? path.basename(m[2]!) : m[2]!.startsWith('socket:') || m[2]!.startsWith('pipe:') ? 'sockets' : 'other';
     const key = m[1] === 'fdatasync' || m[1] === 'fsync' ? `${m[1]} ${target}` : target;
@@ -119,15 +115,17 @@ async function main(): Promise<void> {
   const payments = paymentsArg();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-disk-'));
   const secret = `sk_test_${randomBytes(12).toString('hex')}`;
+  const traceFile = `${dataDir}.strace`;
   const server = await startPinned({
     core: 0,
-    command: process.execPath,
-    args: serverEntryArgs(ROOT),
+    command: TRACE_WRITES ? 'strace' : process.execPath,
+    args: TRACE_WRITES ? [...straceArgs(traceFile), process.execPath, ...serverEntryArgs(ROOT)] : serverEntryArgs(ROOT),
     // The defaults of `npm start`, but a budget that lets one key send N POSTs.
     env: { ...process.env, PORT: '0', KOBO_DATA_DIR: dataDir, KOBO_API_KEYS: secret, KOBO_RATE_LIMIT_READ_PER_MIN: '1000000000', KOBO_RATE_LIMIT_WRITE_PER_MIN: '1000000000' },
     cwd: ROOT,
     ready: READY,
   });
+  const pid = TRACE_WRITES ? tracedChild(server.pid) : server.pid;
   try {
     const port = server.port;
     const customer = await request(port, secret, 'POST', '/v1/customers', { name: 'Disk Bench', email: 'disk@example.com', phone: '+2348030000001', country_code: 'NG' }, 'disk-c');
@@ -136,11 +134,9 @@ async function main(): Promise<void> {
     const tier = await request(port, secret, 'PATCH', `/v1/customers/${customerId}`, { tier: 'tier_3' });
     if (tier.status !== 200) throw new Error(`tier: ${tier.status}`);
     await new Promise((r) => setTimeout(r, 500));
-    const traceFile = path.join(dataDir, '..', `${path.basename(dataDir)}.strace`);
-    const trace = TRACE_WRITES ? traceWrites(server.pid, traceFile) : null;
-    if (trace !== null) await new Promise((r) => setTimeout(r, TRACE_ATTACH_MS));
-    const before = writeBytes(server.pid);
-    const cpuBefore = cpuUs(server.pid);
+    const before = writeBytes(pid);
+    const cpuBefore = cpuUs(pid);
+    const startedAtMs = Date.now();
     const started = performance.now();
     let next = 0;
     let failed = 0;
@@ -152,8 +148,9 @@ async function main(): Promise<void> {
     };
     await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
     const elapsedS = (performance.now() - started) / 1000;
-    const written = writeBytes(server.pid) - before;
-    const cpuRun = cpuUs(server.pid) - cpuBefore;
+    const written = writeBytes(pid) - before;
+    const cpuRun = cpuUs(pid) - cpuBefore;
+    const endedAtMs = Date.now();
     // The stop writes what the run deferred (derived rows past the fsync, the partition images, the
     // final checkpoint): its write_bytes, read every few ms until the process is gone (a lower bound:
     // the last few milliseconds before exit can be missed).
@@ -161,15 +158,16 @@ async function main(): Promise<void> {
     let lastCpu = cpuRun + cpuBefore;
     const watch = setInterval(() => {
       try {
-        lastSeen = writeBytes(server.pid);
-        lastCpu = cpuUs(server.pid);
+        lastSeen = writeBytes(pid);
+        lastCpu = cpuUs(pid);
       } catch {
         // gone: the last reading stands
       }
     }, STOP_POLL_MS);
+    // Under strace the server is strace's child: it is stopped by its own PID, and strace ends with it.
+    if (TRACE_WRITES) process.kill(pid, 'SIGTERM');
     await server.stop();
     clearInterval(watch);
-    await trace?.stop();
     const writtenWithStop = lastSeen - before;
     const diskBytes = dirBytes(dataDir);
     const result = {
@@ -182,7 +180,10 @@ async function main(): Promise<void> {
       // The server's CPU (all threads) a payment, in the run and with the stop's writes (polled: a lower bound).
       cpuUsPerPayment: Math.round(cpuRun / payments),
       cpuUsPerPaymentWithStop: Math.round((lastCpu - cpuBefore) / payments),
-      writesByFile: trace === null ? undefined : traceSummary(traceFile, payments),
+      writesByFile: TRACE_WRITES ? traceSummary(traceFile, payments) : undefined,
+      // Bytes a payment by b-tree (bench/wal-pages.ts), in the run window and over the whole life (with the stop).
+      pagesInRun: TRACE_WRITES ? perPayment(bytesByBtree(traceFile, path.join(dataDir, 'shard-0.db'), { fromMs: startedAtMs, toMs: endedAtMs }), payments) : undefined,
+      pagesWithStop: TRACE_WRITES ? perPayment(bytesByBtree(traceFile, path.join(dataDir, 'shard-0.db'), { fromMs: startedAtMs }), payments) : undefined,
       targets: { writtenBytesPerPaymentMax: TARGET_WRITTEN_BYTES_MAX, diskBytesPerPaymentMax: TARGET_DISK_BYTES_MAX },
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -15,7 +15,7 @@ import { encodePartition } from '../shard/partition-image.ts';
 import { partitionsOf, readLayout, shardFile } from '../shard/layout.ts';
 import { openDatabase } from '../store/shard-store.ts';
 import { CONTROL_SCHEMA_SQL, ControlStore } from '../store/control-store.ts';
-import { DUE_BACKUP_COLUMNS, DUE_SQL } from '../store/due-log.ts';
+import { DUE_BACKUP_COLUMNS, DUE_TEXT_SQL, dueBackupSelect, dueNumbered } from '../store/due-log.ts';
 import { kindCode } from '../store/cold-table.ts';
 import type { DerivedBatch } from '../store/derived-rows.ts';
 import { ENTITY_KINDS, ownerOfScope } from '../store/tiers.ts';
@@ -23,6 +23,7 @@ import { scopeHash } from '../store/scope-hash.ts';
 import { crc32 } from 'node:zlib';
 import { dueRowChecksum, idemRowChecksum, type IdemRowFields } from '../store/row-checks.ts';
 import { makeDir } from '../store/private-files.ts';
+import { idemBackupSelect, idemNumbered as idemNumberedIn } from '../store/idem-log.ts';
 import { BACKUP_FORMAT, writeManifest } from './backup-manifest.ts';
 import { copyListRows, LIST_BACKUP_SQL } from './backup-lists.ts';
 
@@ -35,7 +36,7 @@ const TIER_TABLES_SQL = `
     body TEXT NOT NULL, crc INTEGER NOT NULL, PRIMARY KEY (kind, id, lsn)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS idem (scope TEXT PRIMARY KEY, partition INTEGER NOT NULL, owner TEXT NOT NULL, h INTEGER NOT NULL,
     fingerprint TEXT NOT NULL, status INTEGER NOT NULL, json TEXT, error TEXT, at_ms INTEGER NOT NULL, lsn INTEGER NOT NULL, crc INTEGER) WITHOUT ROWID;
-  ${DUE_SQL}`;
+  ${DUE_TEXT_SQL}`;
 export const TIER_COLUMNS = {
   cold: 'kind, id, lsn, partition, body, crc',
   idem: 'scope, partition, owner, h, fingerprint, status, json, error, at_ms, lsn, crc',
@@ -278,7 +279,13 @@ function copyTiers(backup: Database.Database, shardPath: string, lsn: number): {
     // Expiry rows of collections still waiting at `lsn` (a row a sweep dropped after it is not copied:
     // that collection had been paid or had failed by then, and restored it may wait without expiring).
     // Every row keeps the checksum it was written with: restore checks it against the row it restores.
-    return { cold: copy('cold', 'cold'), idem: copy('idem', has('idem_log') ? 'idem_log' : 'idem'), due: copy('due', 'due') };
+    // A file whose idempotency rows name their owner by number: owner and scope are resolved into the
+    // backup's text columns, each row keeping its checksum (which covers the resolved fields).
+    const idemNumbered = has('idem_log') && idemNumberedIn(backup, 's');
+    if (idemNumbered) backup.function('kobo_owner_of_scope', { deterministic: true }, (scope) => ownerOfScope(scope as string));
+    const idem = idemNumbered ? backup.prepare(`INSERT OR REPLACE INTO idem (${TIER_COLUMNS.idem}) ${idemBackupSelect('s')}`).run(lsn).changes : copy('idem', has('idem_log') ? 'idem_log' : 'idem');
+    const due = has('due') && dueNumbered(backup, 's') ? backup.prepare(`INSERT OR REPLACE INTO due (${TIER_COLUMNS.due}) ${dueBackupSelect('s')}`).run(lsn).changes : copy('due', 'due');
+    return { cold: copy('cold', 'cold'), idem, due };
   } finally {
     backup.exec('DETACH DATABASE s');
   }

@@ -14,9 +14,9 @@ import { decodePartition } from '../shard/partition-image.ts';
 import { ensureLayout, shardFile } from '../shard/layout.ts';
 import { CLUSTER_NODE_FILE } from '../cluster/cluster-config.ts';
 import { CONTROL_SCHEMA_SQL } from '../store/control-store.ts';
-import { DUE_BACKUP_COLUMNS, DUE_COLUMNS } from '../store/due-log.ts';
+import { DUE_BACKUP_COLUMNS, DUE_COLUMNS, type DueBackupRow } from '../store/due-log.ts';
 import { damagedColdRows } from '../store/cold-table.ts';
-import { damagedDueRows, damagedIdemRows, dueRowChecksum, hasChecksumColumn } from '../store/row-checks.ts';
+import { damagedDueRows, damagedIdemRows, hasChecksumColumn } from '../store/row-checks.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import { makeDir } from '../store/private-files.ts';
@@ -86,15 +86,12 @@ function restoreTiers(store: ShardStore, backupFile: string, shard: number, chec
     const present = (table: string): boolean => store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     // A backup from before finished entities left the heap has neither table.
     if (present('cold')) store.db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
-    if (present('due') && checked.rowChecksums) {
-      store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_BACKUP_COLUMNS}) SELECT ${DUE_BACKUP_COLUMNS} FROM bk.due WHERE partition % ? = ?`).run(shards, shard);
-    } else if (present('due')) {
-      // A backup from before row checksums: each row gets its checksum now (nothing to check it against).
-      const rows = store.db.prepare(`SELECT ${DUE_COLUMNS} FROM bk.due WHERE partition % ? = ?`).all(shards, shard) as Array<{ partition: number; owner: string; expires_at_ms: number; id: string; lsn: number }>;
-      const insert = store.db.prepare(`INSERT OR IGNORE INTO due (${DUE_BACKUP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
-      store.db.transaction(() => {
-        for (const r of rows) insert.run(r.partition, r.owner, r.expires_at_ms, r.id, r.lsn, dueRowChecksum(r));
-      })();
+    if (present('due')) {
+      // Each row keeps its checksum (checked above); a backup from before row checksums gets one now
+      // (nothing to check it against). The shard file names owners by number: put back through the store.
+      const columns = checked.rowChecksums ? DUE_BACKUP_COLUMNS : `${DUE_COLUMNS}, NULL AS crc`;
+      const rows = store.db.prepare(`SELECT ${columns} FROM bk.due WHERE partition % ? = ?`).all(shards, shard) as DueBackupRow[];
+      store.db.transaction(() => store.due.putBackupRows(rows))();
     }
     if (present('idem')) {
       // Put back through the store, which writes each row at its LSN with its checksum (checked above).

@@ -7,19 +7,42 @@ import type Database from 'better-sqlite3';
 import { ownerOfScope, packIdemAt, type IdempotencyRecord, type IdemOp } from './tiers.ts';
 import { scopeHash } from './scope-hash.ts';
 import { Statements } from './statements.ts';
-import { addChecksums, DamagedRowError, hasChecksumColumn, idemRowChecksum, type IdemRowFields } from './row-checks.ts';
+import { addChecksums, DamagedRowError, hasChecksumColumn, idemRowChecksum, numberedIdemFields, reportDamage, type IdemRowFields, type NumberedIdemRow } from './row-checks.ts';
+import { OWNER_NUMBERS_SQL, OwnerNumbers, splitScope, WHOLE_SCOPE } from './owner-numbers.ts';
 
 /**
  * Lookups go by `seq`, which the front end's index hands over with the key's hash; expiry goes by
- * (owner, at_ms), the only index; start-up reads (h, partition, seq) from that index, not the rows.
- * `crc` covers every other column (idemRowChecksum); it is checked whenever a record is replayed.
+ * (owner number, at_ms), the only index; start-up reads (h, partition, seq) from that index, not the rows.
+ * A row names its owner by number (`o`, from owner_numbers) and keeps the key after it (`key`): the scope
+ * is `owner:key`. `crc` is idemRowChecksum of the row as read (owner and scope resolved), the same value
+ * the text layout stored, so a backup copies it as it is; it is checked whenever a record is replayed.
  */
-export const IDEM_LOG_SQL = `
+export const IDEM_LOG_SQL = `${OWNER_NUMBERS_SQL}
   CREATE TABLE IF NOT EXISTS idem_log (
-    seq INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, partition INTEGER NOT NULL, owner TEXT NOT NULL,
-    h INTEGER NOT NULL, scope TEXT NOT NULL, fingerprint TEXT NOT NULL, status INTEGER NOT NULL,
+    seq INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, partition INTEGER NOT NULL, o INTEGER NOT NULL,
+    h INTEGER NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, status INTEGER NOT NULL,
     json TEXT, error TEXT, at_ms INTEGER NOT NULL, crc INTEGER);
-  CREATE INDEX IF NOT EXISTS idem_log_age ON idem_log (owner, at_ms, partition, h);`;
+  CREATE INDEX IF NOT EXISTS idem_log_age ON idem_log (o, at_ms, partition, h);`;
+
+/** The text layout's columns (files written before owner numbers; a read-only open may still meet one). */
+const TEXT_COLUMNS = 'lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms';
+
+/**
+ * A numbered file's rows up to an LSN (`?`) in the backup's columns (scope, partition, owner, h,
+ * fingerprint, status, json, error, at_ms, lsn, crc), from the shard file attached as `schema`: owner and
+ * scope resolved as reads resolve them, the checksum as stored (restore checks it: a number whose mapping
+ * was altered gives another owner, and fails there). Needs `kobo_owner_of_scope` registered (ownerOfScope).
+ */
+export function idemBackupSelect(schema: string): string {
+  return `SELECT CASE WHEN l.o = ${WHOLE_SCOPE} THEN l.key ELSE coalesce(w.owner, '') || ':' || l.key END, l.partition,
+      CASE WHEN l.o = ${WHOLE_SCOPE} THEN kobo_owner_of_scope(l.key) ELSE coalesce(w.owner, '') END, l.h, l.fingerprint, l.status, l.json, l.error, l.at_ms, l.lsn, l.crc
+    FROM ${schema}.idem_log l LEFT JOIN ${schema}.owner_numbers w ON w.n = l.o WHERE l.lsn <= ?`;
+}
+
+/** True when a file's `idem_log` names owners by number (the `o` column). */
+export function idemNumbered(db: Database.Database, schema = 'main'): boolean {
+  return db.prepare(`SELECT 1 FROM pragma_table_info('idem_log', '${schema}') WHERE name = 'o'`).get() !== undefined;
+}
 
 /** Idempotency changes of one record, tagged with its LSN (a torn tail takes them back too). */
 export interface IdemChange {
@@ -33,7 +56,7 @@ export interface IdemChange {
 /** The `json` of a row whose reply is in the log record at its LSN. */
 export const IN_LOG_JSON = '';
 
-/** The columns idemRowChecksum covers, in the order the checksum migration passes them. */
+/** The columns idemRowChecksum covers in the text layout, in the order the checksum migration passes them. */
 export const IDEM_CHECKED_COLUMNS = ['lsn', 'partition', 'owner', 'h', 'scope', 'fingerprint', 'status', 'json', 'error', 'at_ms'] as const;
 
 /** A record as the backup file and the pre-`idem_log` table hold it. */
@@ -52,14 +75,65 @@ export class IdemLog {
   private readonly statements: Statements;
   /** Null until first asked: a read-only open of a file from before row checksums has no `crc`. */
   private checksummed: boolean | null = null;
+  /** Null until first asked: false only for a read-only open of a file whose rows name owners by text. */
+  private numberedNow: boolean | null = null;
+  private readonly owners: OwnerNumbers;
 
   constructor(private readonly db: Database.Database) {
     this.statements = new Statements(db);
+    this.owners = new OwnerNumbers(db);
   }
 
   /** Rows written before checksums get theirs once, at a writable open (after the table exists). */
   static addChecksums(db: Database.Database): void {
+    if (IdemLog.isNumbered(db)) return;
     addChecksums(db, 'idem_log', IDEM_CHECKED_COLUMNS, idemRowChecksum);
+  }
+
+  private static isNumbered(db: Database.Database): boolean {
+    return idemNumbered(db);
+  }
+
+  private get numbered(): boolean {
+    return (this.numberedNow ??= IdemLog.isNumbered(this.db));
+  }
+
+  /**
+   * A table whose rows name their owner by text moves to owner numbers, once, at a writable open, in one
+   * transaction (a kill -9 leaves the old table whole or the new one complete). Run after addChecksums:
+   * each row keeps its checksum, which covers the same resolved fields, so a damaged scope stays damaged.
+   * The owner comes from the scope, as put always derived it (an owner column altered on disk is not
+   * carried over: it never decided anything the scope did not).
+   */
+  static relayout(db: Database.Database): void {
+    const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").pluck().get() as string | undefined;
+    if (sql === undefined || IdemLog.isNumbered(db)) return;
+    db.function('kobo_scope_owner', { deterministic: true }, (scope) => splitScope(scope as string)?.owner ?? null);
+    db.function('kobo_scope_key', { deterministic: true }, (scope) => splitScope(scope as string)?.key ?? (scope as string));
+    db.transaction(() => {
+      db.exec('DROP INDEX IF EXISTS idem_log_age');
+      db.exec('ALTER TABLE idem_log RENAME TO idem_log_text_owners');
+      db.exec(IDEM_LOG_SQL);
+      const owners = new OwnerNumbers(db);
+      for (const owner of db.prepare('SELECT DISTINCT kobo_scope_owner(scope) FROM idem_log_text_owners WHERE kobo_scope_owner(scope) IS NOT NULL ORDER BY 1').pluck().all() as string[]) owners.numberOf(owner, true);
+      db.exec(`INSERT INTO idem_log (seq, lsn, partition, o, h, key, fingerprint, status, json, error, at_ms, crc)
+        SELECT t.seq, t.lsn, t.partition, coalesce(w.n, ${WHOLE_SCOPE}), t.h, kobo_scope_key(t.scope), t.fingerprint, t.status, t.json, t.error, t.at_ms, t.crc
+        FROM idem_log_text_owners t LEFT JOIN owner_numbers w ON w.owner = kobo_scope_owner(t.scope)`);
+      db.exec('DROP TABLE idem_log_text_owners');
+    })();
+  }
+
+  /** Forgets cached owner numbers: numbers made in a write transaction that rolled back are not in the file. */
+  forgetNumbers(): void {
+    this.owners.forget();
+  }
+
+  /** The row's owner number and key (made on first use), or WHOLE_SCOPE and the scope when it does not split. */
+  private stored(scope: string, create: boolean): { o: number; key: string } | undefined {
+    const split = splitScope(scope);
+    if (split === null) return { o: WHOLE_SCOPE, key: scope };
+    const o = this.owners.numberOf(split.owner, create);
+    return o === undefined ? undefined : { o, key: split.key };
   }
 
   private stmt(sql: string): Database.Statement {
@@ -72,14 +146,16 @@ export class IdemLog {
    */
   put(lsn: number, partition: number, record: IdempotencyRecord, inLog = false): number {
     const error = inLog || record.error === undefined ? null : JSON.stringify(record.error);
+    assert(this.numbered, 'idempotency rows written into a file whose rows were not moved to owner numbers');
     const insert = this.stmt(
-      'INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING',
+      'INSERT INTO idem_log (seq, lsn, partition, o, h, key, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING',
     );
     const fields = { lsn, partition, owner: ownerOfScope(record.scope), h: record.h ?? scopeHash(record.scope), scope: record.scope, fingerprint: record.fingerprint, status: record.status, json: inLog ? IN_LOG_JSON : (record.json ?? null), error, at_ms: record.atMs };
-    const args = [lsn, partition, fields.owner, fields.h, record.scope, record.fingerprint, record.status, fields.json, error, record.atMs, idemRowChecksum(fields)] as const;
+    const { o, key } = this.stored(record.scope, true)!;
+    const args = [lsn, partition, o, fields.h, key, record.fingerprint, record.status, fields.json, error, record.atMs, idemRowChecksum(fields)] as const;
     if (insert.run(lsn, ...args).changes === 1) return lsn;
-    const holder = this.stmt('SELECT scope FROM idem_log WHERE seq = ?').pluck().get(lsn) as string;
-    if (holder === record.scope) return lsn;
+    const holder = this.stmt('SELECT o, key FROM idem_log WHERE seq = ?').get(lsn) as { o: number; key: string };
+    if (holder.o === o && holder.key === key) return lsn;
     // A reply in the log is found at the row's LSN: a v2 record stores one key at its own LSN, so a
     // second row for it cannot arise (only images and files from before idem_log had two a LSN).
     assert(!inLog, `idempotency row: the reply of ${record.scope} is in log record ${lsn}, whose row holds another key`);
@@ -95,9 +171,7 @@ export class IdemLog {
    */
   readAt(scope: string, seq: number): IdempotencyRecord | undefined {
     this.checksummed ??= hasChecksumColumn(this.db, 'idem_log');
-    const row = this.stmt(`SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms${this.checksummed ? ', crc' : ''} FROM idem_log WHERE seq = ?`).get(seq) as
-      | (IdemRowFields & { crc?: number | null })
-      | undefined;
+    const row = this.rowAt(seq);
     if (row === undefined) return undefined;
     if (this.checksummed && idemRowChecksum(row) !== row.crc) throw new DamagedRowError('idem_log', `at seq ${seq} (LSN ${row.lsn}, partition ${row.partition})`);
     if (row.scope !== scope) return undefined;
@@ -105,6 +179,18 @@ export class IdemLog {
     if (row.json !== null) record.json = row.json;
     if (row.error !== null) record.error = JSON.parse(row.error) as { code: string; message: string };
     return record;
+  }
+
+  /** The row at `seq` with its owner and scope resolved (a number's mapping checked: DamagedRowError). */
+  private rowAt(seq: number): (IdemRowFields & { crc?: number | null }) | undefined {
+    const crc = this.checksummed === true ? ', crc' : '';
+    if (!this.numbered) return this.stmt(`SELECT ${TEXT_COLUMNS}${crc} FROM idem_log WHERE seq = ?`).get(seq) as (IdemRowFields & { crc?: number | null }) | undefined;
+    const row = this.stmt(`SELECT l.lsn, l.partition, l.o, l.key, NULL AS mapped, l.h, l.fingerprint, l.status, l.json, l.error, l.at_ms${crc === '' ? '' : ', l.crc'} FROM idem_log l WHERE seq = ?`).get(seq) as
+      | (NumberedIdemRow & { crc?: number | null })
+      | undefined;
+    if (row === undefined) return undefined;
+    if (row.o !== WHOLE_SCOPE) row.mapped = this.owners.ownerOf(row.o);
+    return Object.assign(numberedIdemFields(row), { crc: row.crc });
   }
 
   /**
@@ -121,25 +207,39 @@ export class IdemLog {
       if (op.op === 'put') this.put(lsn, partition, op.record, changes[i]!.inLog === true);
       else if (op.op === 'forget') {
         // Only WAL records written before expiry carried cutoffs name scopes: a scan, once, at replay.
-        for (const scope of op.scopes) collect(this.stmt('DELETE FROM idem_log WHERE scope = ? RETURNING h, partition, seq').all(scope) as Array<{ h: number; partition: number; seq: number }>);
+        for (const scope of op.scopes) {
+          const at = this.stored(scope, false);
+          if (at !== undefined) collect(this.stmt('DELETE FROM idem_log WHERE o = ? AND key = ? RETURNING h, partition, seq').all(at.o, at.key) as Array<{ h: number; partition: number; seq: number }>);
+        }
       } else {
         // Expiry covers the whole file (every partition here is this shard's): the first partition's
         // sweep deletes, the rest find an empty range. Replaying it again deletes nothing new, since a
         // record stored later is younger than any cutoff that came before it.
-        for (const owner of this.owners()) {
-          const cutoff = op.cutoffMs[owner] ?? op.defaultCutoffMs;
-          collect(this.stmt('DELETE FROM idem_log WHERE owner = ? AND at_ms < ? RETURNING h, partition, seq').all(owner, cutoff) as Array<{ h: number; partition: number; seq: number }>);
+        // A number whose mapping is damaged keeps its rows (reported): expiring them by a guessed owner's
+        // cutoff could free a key too early. Whole-scope rows (not kobo's) expire by the default cutoff.
+        for (const o of this.ownerNumbers()) {
+          let cutoff = op.defaultCutoffMs;
+          if (o !== WHOLE_SCOPE) {
+            try {
+              cutoff = op.cutoffMs[this.owners.ownerOf(o)] ?? op.defaultCutoffMs;
+            } catch (error) {
+              if (!(error instanceof DamagedRowError)) throw error;
+              reportDamage(error);
+              continue;
+            }
+          }
+          collect(this.stmt('DELETE FROM idem_log WHERE o = ? AND at_ms < ? RETURNING h, partition, seq').all(o, cutoff) as Array<{ h: number; partition: number; seq: number }>);
         }
       }
     }
     return removed;
   }
 
-  /** Owners with stored records, read by seeking the (owner, at_ms) index from one owner to the next. */
-  private owners(): string[] {
-    const owners: string[] = [];
-    const next = this.stmt('SELECT owner FROM idem_log WHERE owner > ? ORDER BY owner LIMIT 1').pluck();
-    for (let owner = next.get('') as string | undefined; owner !== undefined; owner = next.get(owner) as string | undefined) owners.push(owner);
+  /** Owner numbers with stored records, read by seeking the (o, at_ms) index from one number to the next. */
+  private ownerNumbers(): number[] {
+    const owners: number[] = [];
+    const next = this.stmt('SELECT o FROM idem_log WHERE o > ? ORDER BY o LIMIT 1').pluck();
+    for (let o = next.get(-1) as number | undefined; o !== undefined; o = next.get(o) as number | undefined) owners.push(o);
     return owners;
   }
 
@@ -151,13 +251,14 @@ export class IdemLog {
     const count = this.stmt('SELECT count(*) FROM idem_log').pluck().get() as number;
     const out = new Float64Array(2 * count);
     let at = 0;
-    for (const h of this.stmt('SELECT h FROM idem_log INDEXED BY idem_log_age ORDER BY owner, at_ms, partition, h, seq').pluck().iterate() as IterableIterator<number>) {
+    const order = `ORDER BY ${this.numbered ? 'o' : 'owner'}, at_ms, partition, h, seq`;
+    for (const h of this.stmt(`SELECT h FROM idem_log INDEXED BY idem_log_age ${order}`).pluck().iterate() as IterableIterator<number>) {
       if (at >= out.length) break;
       out[at] = h;
       at += 2;
     }
     at = 1;
-    const packed = this.stmt(`SELECT seq * 1024 + partition FROM idem_log INDEXED BY idem_log_age ORDER BY owner, at_ms, partition, h, seq`).pluck();
+    const packed = this.stmt(`SELECT seq * 1024 + partition FROM idem_log INDEXED BY idem_log_age ${order}`).pluck();
     for (const value of packed.iterate() as IterableIterator<number>) {
       if (at >= out.length) break;
       out[at] = value;
@@ -173,11 +274,6 @@ export class IdemLog {
 
   count(): number {
     return this.stmt('SELECT count(*) FROM idem_log').pluck().get() as number;
-  }
-
-  /** Rows up to an LSN, in the backup's shape. */
-  rowsUpTo(lsn: number): IterableIterator<IdemRowOut> {
-    return this.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM idem_log WHERE lsn <= ? ORDER BY seq').iterate(lsn) as IterableIterator<IdemRowOut>;
   }
 
   /** Puts a backup's (or the pre-`idem_log` table's) rows back, each at its LSN. */

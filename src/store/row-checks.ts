@@ -5,6 +5,7 @@
 // served or acted on, and each one is reported at level fatal.
 import type Database from 'better-sqlite3';
 import { crc32 } from 'node:zlib';
+import { ownerOfScope } from './tiers.ts';
 
 /** A derived row whose content no longer matches its checksum (disk damage, or an edit by hand). */
 export class DamagedRowError extends Error {
@@ -121,6 +122,11 @@ export function customerNumberChecksum(n: number, id: string): number {
   return crc32(`${n}:${id}`);
 }
 
+/** An `owner_numbers` row's (idempotency rows name their owner by it): an altered owner would give one account's keys to another. */
+export function ownerNumberChecksum(n: number, owner: string): number {
+  return crc32(`${n}:${owner}`);
+}
+
 /** List rows and customer numbers that fail their checksum, each named for an operator (either layout). */
 export function* damagedListRows(db: Database.Database): IterableIterator<string> {
   if (!tableExists(db, 'lists') || !hasChecksumColumn(db, 'lists')) return;
@@ -196,19 +202,63 @@ function tableExists(db: Database.Database, table: string): boolean {
 }
 
 /**
- * Idempotency rows that fail their checksum (`idem_log` in a shard file, `idem` in a backup: both keep
- * these columns), each named for an operator; none when the table or its checksums are absent.
+ * Idempotency rows that fail their checksum (`idem_log` in a shard file, `idem` in a backup), each named
+ * for an operator; none when the table or its checksums are absent. A shard file whose rows name their
+ * owner by number (owner-numbers.ts) is checked as the rows read: owner and scope resolved through the
+ * mapping, which is checked too.
  */
 export function* damagedIdemRows(db: Database.Database, table: 'idem_log' | 'idem' = 'idem_log'): IterableIterator<string> {
   if (!tableExists(db, table) || !hasChecksumColumn(db, table)) return;
-  const rows = db.prepare(`SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc FROM ${table}`).iterate() as IterableIterator<IdemRowFields & { crc: number | null }>;
-  for (const row of rows) if (idemRowChecksum(row) !== row.crc) yield `idempotency record of LSN ${row.lsn} (partition ${row.partition})`;
+  const numbered = table === 'idem_log' && db.prepare("SELECT 1 FROM pragma_table_info('idem_log') WHERE name = 'o'").get() !== undefined;
+  if (numbered) {
+    for (const m of db.prepare('SELECT n, owner, crc FROM owner_numbers').iterate() as IterableIterator<{ n: number; owner: string; crc: number }>) {
+      if (ownerNumberChecksum(m.n, m.owner) !== m.crc) yield `idempotency owner number ${m.n}`;
+    }
+  }
+  const sql = numbered
+    ? 'SELECT l.lsn, l.partition, l.o, l.key, w.owner AS mapped, l.h, l.fingerprint, l.status, l.json, l.error, l.at_ms, l.crc FROM idem_log l LEFT JOIN owner_numbers w ON w.n = l.o'
+    : `SELECT lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc FROM ${table}`;
+  for (const row of db.prepare(sql).iterate() as IterableIterator<Record<string, unknown>>) {
+    const fields = (numbered ? numberedIdemFields(row as unknown as NumberedIdemRow) : row) as unknown as IdemRowFields & { crc: number | null };
+    if (idemRowChecksum(fields) !== row.crc) yield `idempotency record of LSN ${fields.lsn} (partition ${fields.partition})`;
+  }
+}
+
+/** An `idem_log` row of the numbered layout, its owner's mapping joined (`mapped`: null when it has none). */
+export interface NumberedIdemRow {
+  lsn: number;
+  partition: number;
+  o: number;
+  key: string;
+  mapped: string | null;
+  h: number;
+  fingerprint: string;
+  status: number;
+  json: string | null;
+  error: string | null;
+  at_ms: number;
+}
+
+/**
+ * The fields the checksum covers, from a numbered row: number 0 keeps a whole scope (one that does not
+ * split as `owner:key`); any other number stands for its owner. A number with no mapping gives an owner
+ * of '' (the checksum then fails: damage, never a guess).
+ */
+export function numberedIdemFields(row: NumberedIdemRow): IdemRowFields {
+  const owner = row.o === 0 ? ownerOfScope(row.key) : (row.mapped ?? '');
+  const scope = row.o === 0 ? row.key : `${owner}:${row.key}`;
+  return { lsn: row.lsn, partition: row.partition, owner, h: row.h, scope, fingerprint: row.fingerprint, status: row.status, json: row.json, error: row.error, at_ms: row.at_ms };
 }
 
 /** Expiry rows that fail their checksum, in a shard file or a backup (both call the table `due`). */
 export function* damagedDueRows(db: Database.Database): IterableIterator<string> {
   if (!tableExists(db, 'due') || !hasChecksumColumn(db, 'due')) return;
-  const rows = db.prepare('SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due').iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
+  // A shard file whose rows name their owner by number: checked as the sweep reads them, owner resolved.
+  const numbered = db.prepare("SELECT 1 FROM pragma_table_info('due') WHERE name = 'o'").get() !== undefined;
+  const sql = numbered
+    ? "SELECT coalesce(w.owner, '') AS owner, l.expires_at_ms, l.partition, l.id, l.lsn, l.crc FROM due l LEFT JOIN owner_numbers w ON w.n = l.o"
+    : 'SELECT owner, expires_at_ms, partition, id, lsn, crc FROM due';
+  const rows = db.prepare(sql).iterate() as IterableIterator<DueRowFields & { crc: number | null }>;
   for (const row of rows) if (dueRowChecksum(row) !== row.crc) yield `expiry row of ${row.id} (LSN ${row.lsn}, partition ${row.partition})`;
 }
 

@@ -68,6 +68,9 @@ export class ShardStore implements ColdReader {
     this.cold = new ColdTable(this.db);
     if (options.readonly !== true) {
       ListIndex.relayout(this.db);
+      // An older idempotency table gets its checksums in its own layout first, then moves to owner numbers.
+      IdemLog.addChecksums(this.db);
+      IdemLog.relayout(this.db);
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         ${SNAPSHOTS_SQL}
@@ -75,7 +78,6 @@ export class ShardStore implements ColdReader {
         ${DUE_SQL}
         ${LIST_SQL}
       `);
-      IdemLog.addChecksums(this.db);
       this.migrateIdem();
       DueLog.migrate(this.db);
       ColdTable.migrate(this.db);
@@ -113,6 +115,8 @@ export class ShardStore implements ColdReader {
       return write();
     } catch (error) {
       this.lists?.forgetNumbers();
+      this.idem.forgetNumbers();
+      this.due.forgetNumbers();
       throw error;
     }
   }

@@ -66,9 +66,9 @@ before(async () => {
   const file = path.join(server.dataDir, 'shard-0.db');
   sqlite3(file, `UPDATE cold SET body = replace(body, '"amountMinor":250000', '"amountMinor":990000') WHERE id = '${txnId}' AND kind = 0`);
   // Its reply is in its log record (the row points there: log v2); the row's status is altered instead.
-  sqlite3(file, `UPDATE idem_log SET status = 200, json = replace(json, '120000', '999999') WHERE scope LIKE '%:${replayKey}'`);
+  sqlite3(file, `UPDATE idem_log SET status = 200, json = replace(json, '120000', '999999') WHERE key = '${replayKey}'`);
   // The first payment's key now names another scope: read as a "miss", it would run the payment again.
-  sqlite3(file, `UPDATE idem_log SET scope = scope || '#' WHERE scope LIKE '%:${payKey}'`);
+  sqlite3(file, `UPDATE idem_log SET key = key || '#' WHERE key = '${payKey}'`);
   // The waiting collection's expiry row now says it expired two days ago.
   sqlite3(file, `UPDATE due SET expires_at_ms = expires_at_ms - 172800000 WHERE id = '${waiting.body.data.id}'`);
 

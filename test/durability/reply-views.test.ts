@@ -51,7 +51,7 @@ function idemRowJson(dataDir: string, idemKey: string): string | undefined {
   for (const name of SHARD_FILES) {
     const db = new Database(path.join(dataDir, name), { readonly: true });
     try {
-      const row = db.prepare("SELECT json FROM idem_log WHERE scope LIKE ?").get(`%:${idemKey}`) as { json: string | null } | undefined;
+      const row = db.prepare('SELECT json FROM idem_log WHERE key = ?').get(idemKey) as { json: string | null } | undefined;
       if (row !== undefined) return row.json ?? undefined;
     } finally {
       db.close();

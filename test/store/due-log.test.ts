@@ -7,6 +7,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore } from '../../src/store/shard-store.ts';
 import type { DueChange } from '../../src/store/due-log.ts';
+import { damagedDueRows, dueRowChecksum } from '../../src/store/row-checks.ts';
 import { tempDataDir } from '../helpers/server.ts';
 
 const set = (partition: number, owner: string, id: string, expiresAtMs: number, lsn = 1): DueChange => ({ op: 'set', partition, lsn, entry: { id, owner, expiresAtMs } });
@@ -34,7 +35,7 @@ describe('due log', () => {
     }
   });
 
-  it('open: a file with the partition-first key gets the owner-first one, every row kept', () => {
+  it('open: a file with the partition-first key gets the owner-first one (by owner number), every row kept', () => {
     const file = path.join(tempDataDir('due-log-migrate'), 'shard-0.db');
     const old = new Database(file);
     old.exec(`CREATE TABLE due (
@@ -47,12 +48,13 @@ describe('due log', () => {
     const store = new ShardStore(file);
     try {
       const sql = store.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'due'").pluck().get() as string;
-      assert.match(sql, /PRIMARY KEY \(owner, expires_at_ms, partition, id\)/);
+      assert.match(sql, /PRIMARY KEY \(o, expires_at_ms, partition, id\)/);
       assert.equal(store.due.count(), 300);
       const a = store.due.dueOf('test:a', 1_000_000, 1_000);
       assert.equal(a.length, 200);
       assert.deepEqual(a[0], { id: 'p1', owner: 'test:a', expiresAtMs: 1_001, partition: 1 });
       assert.equal(store.db.prepare("SELECT count(*) FROM sqlite_master WHERE name LIKE 'due_%'").pluck().get(), 0, 'no table left behind');
+      assert.deepEqual([...damagedDueRows(store.db)], [], 'each row checksummed over its resolved owner');
     } finally {
       store.close();
     }
@@ -62,6 +64,37 @@ describe('due log', () => {
       assert.equal(again.due.count(), 300);
     } finally {
       again.close();
+    }
+  });
+
+  it('open: owner-first rows naming the owner by text → numbered, checksums kept; a row damaged before stays damaged, a damaged number is never swept', () => {
+    const file = path.join(tempDataDir('due-log-numbers'), 'shard-0.db');
+    const old = new Database(file);
+    old.exec(`CREATE TABLE due (
+      owner TEXT NOT NULL, expires_at_ms INTEGER NOT NULL, partition INTEGER NOT NULL, id TEXT NOT NULL,
+      lsn INTEGER NOT NULL, crc INTEGER, PRIMARY KEY (owner, expires_at_ms, partition, id)) WITHOUT ROWID;`);
+    const insert = old.prepare('INSERT INTO due (owner, expires_at_ms, partition, id, lsn, crc) VALUES (?, ?, ?, ?, ?, ?)');
+    for (let i = 0; i < 20; i += 1) {
+      const row = { owner: i % 2 === 0 ? 'test:acct_even' : 'live:acct_odd', expires_at_ms: 1_000 + i, partition: i % 5, id: `p${i}`, lsn: i + 1 };
+      insert.run(row.owner, row.expires_at_ms, row.partition, row.id, row.lsn, (dueRowChecksum(row) ^ (i === 4 ? 1 : 0)) >>> 0);
+    }
+    old.close();
+    const store = new ShardStore(file);
+    try {
+      assert.deepEqual(store.db.prepare('SELECT owner FROM owner_numbers ORDER BY n').pluck().all(), ['live:acct_odd', 'test:acct_even']);
+      assert.deepEqual(store.due.owners(), ['live:acct_odd', 'test:acct_even']);
+      assert.deepEqual([...damagedDueRows(store.db)], ['expiry row of p4 (LSN 5, partition 4)']);
+      assert.deepEqual(store.due.dueOf('test:acct_even', 1_009, 10).map((r) => r.id), ['p0', 'p2', 'p6', 'p8'], 'the damaged row is never handed to the sweep');
+      store.db.prepare("UPDATE owner_numbers SET owner = 'test:acct_other' WHERE owner = 'live:acct_odd'").run();
+    } finally {
+      store.close();
+    }
+    const damaged = new ShardStore(file);
+    try {
+      assert.deepEqual(damaged.due.owners(), ['test:acct_even'], 'a number whose mapping is damaged is left out');
+      assert.deepEqual(damaged.due.dueOf('test:acct_other', 1_000_000, 10), []);
+    } finally {
+      damaged.close();
     }
   });
 });

@@ -36,9 +36,10 @@ describe('row checks', () => {
     for (const [sql, read] of [
       ["UPDATE cold SET body = replace(body, '500', '900')", (s: ShardStore) => s.read('txn', 'T1')],
       ["UPDATE idem_log SET json = replace(json, '500', '900')", (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
-      ["UPDATE idem_log SET scope = 'test:acme:key-2'", (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
+      ["UPDATE idem_log SET key = 'key-2'", (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
       ['UPDATE idem_log SET status = 200', (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
-      ["UPDATE idem_log SET owner = 'test:other'", (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
+      ["UPDATE owner_numbers SET owner = 'test:other'", (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
+      ['UPDATE idem_log SET o = 9', (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
     ] as const) {
       const copy = path.join(tempDataDir('row-checks'), 'shard-0.db');
       const db = new Database(file);
