@@ -8,16 +8,17 @@ import type Database from 'better-sqlite3';
 import { openDatabase, SHARD_PAGE_SIZE_BYTES } from './open-database.ts';
 import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
-import { IDEM_LOG_SQL, IdemLog, IN_LOG_JSON, type IdemChange, type IdemRowOut } from './idem-log.ts';
-import { DUE_SQL, DueLog } from './due-log.ts';
+import { IdemLog, IN_LOG_JSON, type IdemChange } from './idem-log.ts';
+import { DueLog } from './due-log.ts';
 import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type LogEntry } from '../journal/log-segments.ts';
 import type { LogRecord } from '../journal/log-record.ts';
 import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
-import { COLD_SQL, ColdTable, IN_LOG_BODY } from './cold-table.ts';
+import { ColdTable, IN_LOG_BODY } from './cold-table.ts';
 import { createdInLog, eventInLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
 import { JournalSync } from './journal-sync.ts';
-import { SNAPSHOTS_SQL, SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
-import { EVENT_IN_LOG_BODY, LIST_SQL, ListIndex, type EntryChange, type EntryQuery, type IndexedRow, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
+import { prepareShardSchema } from './shard-schema.ts';
+import { SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
+import { EVENT_IN_LOG_BODY, ListIndex, type EntryChange, type EntryQuery, type IndexedRow, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
@@ -66,24 +67,7 @@ export class ShardStore implements ColdReader {
     this.idem = new IdemLog(this.db);
     this.due = new DueLog(this.db);
     this.cold = new ColdTable(this.db);
-    if (options.readonly !== true) {
-      ListIndex.relayout(this.db);
-      // An older idempotency table gets its checksums in its own layout first, then moves to owner numbers.
-      IdemLog.addChecksums(this.db);
-      IdemLog.relayout(this.db);
-      this.db.exec(`
-        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        ${SNAPSHOTS_SQL}
-        ${IDEM_LOG_SQL}
-        ${DUE_SQL}
-        ${LIST_SQL}
-      `);
-      this.migrateIdem();
-      DueLog.migrate(this.db);
-      ColdTable.migrate(this.db);
-      ListIndex.migrate(this.db);
-      this.db.exec(COLD_SQL);
-    }
+    if (options.readonly !== true) prepareShardSchema(this.db, this.idem);
     if (options.readonly === true) {
       // A reader (verify, while a server may be writing) sees one moment of the file throughout: the
       // server may drop a WAL segment or take an image meanwhile, which this read transaction never sees.
@@ -244,15 +228,6 @@ export class ShardStore implements ColdReader {
   /** Derived rows a read-only replay found: kept in memory, where reads find them (nothing is written). */
   holdDerived(derived: DerivedBatch): void {
     this.pending.add(derived);
-  }
-
-  /** Files written before `idem_log` kept records in a table keyed by scope: moved over once, at open. */
-  private migrateIdem(): void {
-    if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem'").get() === undefined) return;
-    this.db.transaction(() => {
-      this.idem.putRows(this.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM idem ORDER BY lsn').all() as IdemRowOut[]);
-      this.db.exec('DROP TABLE idem');
-    })();
   }
 
   applyIdem(changes: readonly IdemChange[]): Array<[number, number]> {
