@@ -12,8 +12,7 @@ import { crc32 } from 'node:zlib';
 import { uws, type HttpResponse } from '../src/http/uws.ts';
 import { openDatabase } from '../src/store/shard-store.ts';
 import { COLD_SQL } from '../src/store/cold-table.ts';
-import { IDEM_LOG_SQL } from '../src/store/idem-log.ts';
-import { DUE_SQL } from '../src/store/due-log.ts';
+import { DUE_TEXT_SQL } from '../src/store/due-log.ts';
 import { logSegmentSql, walSegmentSql } from '../src/journal/log-segments.ts';
 import { encodeLogBody, logRowChecksum } from '../src/journal/log-record.ts';
 import { dueRowChecksum, idemRowChecksum } from '../src/store/row-checks.ts';
@@ -91,10 +90,21 @@ function rowsOf(lsn: number, rawBody: Buffer, key: string): Rows {
 /** Writes a batch's rows; returns the file descriptor to fdatasync. */
 type Writer = (batch: ReadonlyArray<{ pending: Pending; rows: Rows | null }>, batchNo: number) => number;
 
+/**
+ * The idempotency table as version 1 wrote it on the request path (the owner as text in every row), which
+ * this floor models; kobo's own rows have since moved to owner numbers and are written after the fsync.
+ */
+const V1_IDEM_LOG_SQL = `
+  CREATE TABLE IF NOT EXISTS idem_log (
+    seq INTEGER PRIMARY KEY, lsn INTEGER NOT NULL, partition INTEGER NOT NULL, owner TEXT NOT NULL,
+    h INTEGER NOT NULL, scope TEXT NOT NULL, fingerprint TEXT NOT NULL, status INTEGER NOT NULL,
+    json TEXT, error TEXT, at_ms INTEGER NOT NULL, crc INTEGER);
+  CREATE INDEX IF NOT EXISTS idem_log_age ON idem_log (owner, at_ms, partition, h);`;
+
 function sqliteWriter(): Writer {
   const file = path.join(dir, 'floor.db');
   const db = openDatabase(file, { deferredSync: true });
-  db.exec(`${walSegmentSql('wal_1')}; ${COLD_SQL} ${IDEM_LOG_SQL} ${DUE_SQL}`);
+  db.exec(`${walSegmentSql('wal_1')}; ${COLD_SQL} ${V1_IDEM_LOG_SQL} ${DUE_TEXT_SQL}`);
   const wal = db.prepare('INSERT INTO wal_1 (lsn, partition, batch, body, crc) VALUES (?, ?, ?, ?, ?)');
   const cold = db.prepare('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
   const idem = db.prepare('INSERT INTO idem_log (seq, lsn, partition, owner, h, scope, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
