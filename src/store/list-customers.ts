@@ -4,61 +4,20 @@
 // Invariant: a number names one customer id for the life of the file; every mapping row carries a
 // checksum, checked whenever it is read, so a damaged mapping never shows one customer's rows as another's.
 import type Database from 'better-sqlite3';
-import { Statements } from './statements.ts';
-import { customerNumberChecksum, DamagedRowError, hasChecksumColumn, textCustomerListRowChecksum, type ListRowFields, type TextCustomerListRow } from './row-checks.ts';
+import { TextNumbers } from './text-numbers.ts';
+import { customerNumberChecksum, hasChecksumColumn, textCustomerListRowChecksum, type ListRowFields, type TextCustomerListRow } from './row-checks.ts';
 
 export const LIST_CUSTOMERS_SQL = `
   CREATE TABLE IF NOT EXISTS list_customers (n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, crc INTEGER NOT NULL);`;
 
-/** Numbers remembered in each direction (a cache: a miss costs one checked lookup). */
-const CUSTOMERS_CACHED_MAX = 100_000;
-
-export class ListCustomers {
-  private readonly statements: Statements;
-  private readonly numbers = new Map<string, number>();
-  private readonly ids = new Map<number, string>();
-
+export class ListCustomers extends TextNumbers {
   constructor(db: Database.Database) {
-    this.statements = new Statements(db);
-  }
-
-  /** The customer's number, made on first use when `create` (inside the caller's write transaction). */
-  numberOf(id: string, create: boolean): number | undefined {
-    const cached = this.numbers.get(id);
-    if (cached !== undefined) return cached;
-    const row = this.statements.get('SELECT n, crc FROM list_customers WHERE id = ?').get(id) as { n: number; crc: number } | undefined;
-    let n: number | undefined;
-    if (row !== undefined) {
-      if (customerNumberChecksum(row.n, id) !== row.crc) throw new DamagedRowError('lists', `customer number ${row.n} (${id})`);
-      n = row.n;
-    } else if (create) {
-      n = Number(this.statements.get('SELECT coalesce(max(n), 0) + 1 FROM list_customers').pluck().get());
-      this.statements.get('INSERT INTO list_customers (n, id, crc) VALUES (?, ?, ?)').run(n, id, customerNumberChecksum(n, id));
-    }
-    if (n !== undefined) this.remember(n, id);
-    return n;
+    super(db, { table: 'list_customers', column: 'id', checksum: customerNumberChecksum, reportedAs: 'lists', noun: 'customer number' });
   }
 
   /** The customer id a number names (a row that names no known number is damaged). */
   idOf(n: number): string {
-    const cached = this.ids.get(n);
-    if (cached !== undefined) return cached;
-    const row = this.statements.get('SELECT id, crc FROM list_customers WHERE n = ?').get(n) as { id: string; crc: number } | undefined;
-    if (row === undefined || customerNumberChecksum(n, row.id) !== row.crc) throw new DamagedRowError('lists', `customer number ${n}`);
-    this.remember(n, row.id);
-    return row.id;
-  }
-
-  /** Forgets every cached number: a write transaction that made some was rolled back. */
-  forget(): void {
-    this.numbers.clear();
-    this.ids.clear();
-  }
-
-  private remember(n: number, id: string): void {
-    if (this.numbers.size >= CUSTOMERS_CACHED_MAX) (this.numbers.clear(), this.ids.clear());
-    this.numbers.set(id, n);
-    this.ids.set(n, id);
+    return this.textOf(n);
   }
 
   /** True when `lists` names customers by number (a fresh file, or one migrated by `relayout`). */
