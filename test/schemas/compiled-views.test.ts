@@ -9,9 +9,11 @@ import fc from 'fast-check';
 import { Value } from 'typebox/value';
 import { customerJson, customerView, paymentJson, paymentView, transactionJson, transactionView, setPublicUrl, walletJson, walletView } from '../../src/shard/views.ts';
 import { Customer as CustomerSchema, Wallet as WalletSchema } from '../../src/schemas/customer.schema.ts';
+import { Transfer as TransferSchema } from '../../src/schemas/transfer.schema.ts';
+import { transferJson, transferView } from '../../src/shard/handlers/transfers.ts';
 import { Payment as PaymentSchema, Transaction as TransactionSchema } from '../../src/schemas/transaction.schema.ts';
 import { compileView } from '../../src/schemas/compile-serialiser.ts';
-import type { Customer, Payment, Transaction, Wallet } from '../../src/shard/state.ts';
+import type { Customer, Payment, Transaction, Transfer, Wallet } from '../../src/shard/state.ts';
 import { isoTime as iso } from '../../src/iso-time.ts';
 import Type from 'typebox';
 
@@ -60,6 +62,13 @@ const walletArb: fc.Arbitrary<Wallet> = fc.record({
   id: ulid, kind: fc.constant('wallet'), currency: fc.constantFrom('NGN', 'USD'), debitsPending: minor, debitsPosted: minor, creditsPending: minor, creditsPosted: minor,
   customerId: ulid, owner: fc.constant('test:acct_1'), createdAtMs: ms, updatedAtMs: ms,
 }) as fc.Arbitrary<Wallet>;
+
+const transferArb: fc.Arbitrary<Transfer> = fc.record({
+  id: ulid, owner: fc.constant('test:acct_1'), customerId: ulid, beneficiaryId: ulid, transactionId: ulid,
+  status: fc.constantFrom('pending', 'processing', 'completed', 'failed', 'unknown'), amountMinor: minor, feeMinor: minor, currency: fc.constantFrom('NGN', 'USD'),
+  narration: fc.option(text, { nil: null }), quoteId: fc.option(ulid, { nil: null }), destinationAmountMinor: minor, destinationCurrency: fc.constantFrom('NGN', 'GHS'),
+  providerReference: fc.option(text, { nil: null }), createdAtMs: ms, updatedAtMs: ms,
+}) as fc.Arbitrary<Transfer>;
 
 // The views as they were written by hand before they were compiled: the bytes clients were sent.
 function providerBefore(p: Payment): object {
@@ -144,6 +153,24 @@ test('customer and wallet replies: any customer or wallet → the hand-written v
     assert.equal(json, JSON.stringify(walletBefore(w)));
     assert.equal(JSON.stringify(walletView(w)), json);
     assert.ok(Value.Check(WalletSchema, JSON.parse(json)), json);
+  }), { numRuns: 300 });
+});
+
+function transferBefore(t: Transfer): object {
+  return {
+    id: t.id, object: 'transfer', transaction_id: t.transactionId, status: t.status, customer_id: t.customerId, beneficiary_id: t.beneficiaryId,
+    amount_minor: t.amountMinor, fee_minor: t.feeMinor, currency: t.currency, destination_amount_minor: t.destinationAmountMinor,
+    destination_currency: t.destinationCurrency, quote_id: t.quoteId, narration: t.narration, provider_reference: t.providerReference,
+    created_at: iso(t.createdAtMs), updated_at: iso(t.updatedAtMs),
+  };
+}
+
+test('transfer reply: any transfer → the hand-written view\'s bytes, and the schema holds', () => {
+  fc.assert(fc.property(transferArb, (t) => {
+    const json = transferJson(t);
+    assert.equal(json, JSON.stringify(transferBefore(t)));
+    assert.equal(JSON.stringify(transferView(t)), json);
+    assert.ok(Value.Check(TransferSchema, JSON.parse(json)), json);
   }), { numRuns: 300 });
 });
 

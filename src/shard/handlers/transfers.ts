@@ -14,33 +14,34 @@ import { railFailureCode, RAIL_RETRY_AFTER_MS } from '../../rails/rail.ts';
 import type { WalEvent } from '../events.ts';
 import type { Command } from '../protocol.ts';
 import { walletOf, type Beneficiary, type Transaction, type Transfer } from '../state.ts';
-import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
+import { effectsOf, accessRejection, customerFor, isRejection, limitRejection, okJson, okReply, outboxEvent, rejected, REQUERY_AFTER_MS, stale, usageEvent, type Effect, type HandlerContext, type Outcome } from '../lifecycle/context.ts';
 import { after, failEvents, holdOp, moveTransaction, moveTransfer, newTransaction, releaseUsage, transferHandles, transitAccount } from '../lifecycle/lifecycle.ts';
 import { payoutCall, payoutRailRejection } from '../lifecycle/rail-requests.ts';
 import { contradiction, recordedOutcome } from '../lifecycle/reconcile.ts';
 import { creditEffect } from '../lifecycle/wallets.ts';
-import { iso } from '../views.ts';
+import { compileView } from '../../schemas/compile-serialiser.ts';
+import { Transfer as TransferSchema } from '../../schemas/transfer.schema.ts';
 
-export function transferView(t: Transfer): object {
-  return {
-    id: t.id,
-    object: 'transfer',
-    transaction_id: t.transactionId,
-    status: t.status,
-    customer_id: t.customerId,
-    beneficiary_id: t.beneficiaryId,
-    amount_minor: t.amountMinor,
-    fee_minor: t.feeMinor,
-    currency: t.currency,
-    destination_amount_minor: t.destinationAmountMinor,
-    destination_currency: t.destinationCurrency,
-    quote_id: t.quoteId,
-    narration: t.narration,
-    provider_reference: t.providerReference,
-    created_at: iso(t.createdAtMs),
-    updated_at: iso(t.updatedAtMs),
-  };
-}
+const transferCompiled = compileView<Transfer>('transfer', TransferSchema, {
+  id: (t) => t.id,
+  transaction_id: (t) => t.transactionId,
+  status: (t) => t.status,
+  customer_id: (t) => t.customerId,
+  beneficiary_id: (t) => t.beneficiaryId,
+  amount_minor: (t) => t.amountMinor,
+  fee_minor: (t) => t.feeMinor,
+  currency: (t) => t.currency,
+  destination_amount_minor: (t) => t.destinationAmountMinor,
+  destination_currency: (t) => t.destinationCurrency,
+  quote_id: (t) => t.quoteId,
+  narration: (t) => t.narration,
+  provider_reference: (t) => t.providerReference,
+  created_at: { ms: (t) => t.createdAtMs },
+  updated_at: { ms: (t) => t.updatedAtMs },
+});
+/** A transfer as the API shows it; `transferJson` writes the same JSON without building it. */
+export const transferView = transferCompiled.view;
+export const transferJson = transferCompiled.json;
 
 function transferRejection(ctx: HandlerContext, cmd: Command & { k: 'transfer.create' }): Rejection | { beneficiary: Beneficiary; fee: number; destinationAmountMinor: number; destinationCurrency: string } {
   const b = cmd.body;
@@ -141,7 +142,7 @@ export function createTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfe
       { t: 'transfer.created', transfer },
       usageEvent(customer, b.currency, b.amountMinor, ctx.nowMs),
     ],
-    reply: (state) => okReply(201, transferView(state.transfers.get(transferId)!)),
+    reply: (state) => okJson(201, transferJson(state.transfers.get(transferId)!)),
     effects: [after(ctx, cmd, { k: 'transfer.submit', id: transferId }, ctx.railLatencyMs)],
   };
 }
@@ -150,7 +151,7 @@ export function getTransfer(ctx: HandlerContext, cmd: Command & { k: 'transfer.g
   const transfer = ctx.state.transfers.get(cmd.id);
   const denied = accessRejection(cmd, transfer, 'transfer');
   if (denied !== null || transfer === undefined) return rejected(denied ?? reject('NOT_FOUND', 'No such transfer.'));
-  return { events: [], reply: () => okReply(200, transferView(transfer)) };
+  return { events: [], reply: () => okJson(200, transferJson(transfer)) };
 }
 
 function internal(ctx: HandlerContext, id: string): { transfer: Transfer; txn: Transaction } | null {
