@@ -2,34 +2,18 @@
 // transaction is derived from it by this rule, live and at replay (it was a second copy of the same
 // facts, ~40% of the record). Pure; any thread that applies records. Invariant: the rule never changes
 // for this event name: a transaction built another way needs a new event (records replay forever).
-import { transactionTable } from '../../machines/transaction.machine.ts';
+import { openedTransaction } from './lifecycle/opened-transaction.ts';
 import { isLiveOwner } from '../rails/coverage.ts';
 import type { Payment, Transaction } from './state.ts';
 import { registerDerivedEntity } from '../store/log-pointers.ts';
 
 /** The transaction a payment opened with (its first attempt, pending, nothing held). */
 export function transactionOfPayment(payment: Payment): Transaction {
-  // The same fields in the same order as newTransaction's literal (lifecycle.ts), so both have one shape.
-  const txn: Transaction = {
-    owner: payment.owner,
-    customerId: payment.customerId,
-    type: 'payment',
-    amountMinor: payment.amountMinor,
-    feeMinor: payment.feeMinor,
-    currency: payment.currency,
-    reference: payment.reference,
-    paymentId: payment.id,
-    transferId: null,
-    id: payment.transactionId,
-    status: transactionTable.initial,
-    failure: null,
-    holdId: null,
-    holdStatus: 'none',
-    attempt: 1,
-    history: [{ status: transactionTable.initial, atMs: payment.createdAtMs, attempt: 1, failureCode: null }],
-    createdAtMs: payment.createdAtMs,
-    updatedAtMs: payment.createdAtMs,
-  };
+  const txn = openedTransaction(
+    { owner: payment.owner, customerId: payment.customerId, type: 'payment', amountMinor: payment.amountMinor, feeMinor: payment.feeMinor, currency: payment.currency, reference: payment.reference, paymentId: payment.id },
+    payment.transactionId,
+    payment.createdAtMs,
+  );
   // A sandbox collection then waits for its payer, cold, and its transaction with it (see awaitsPayer).
   if (payment.method !== 'wallet' && !isLiveOwner(payment.owner)) txn.awaitsPayer = true;
   return txn;
