@@ -34,8 +34,8 @@ interface ObjectSchema {
   required?: string[];
 }
 
-/** True for a property whose only non-null type is `t`. */
-function isNullableOf(schema: { anyOf?: Array<{ type?: string; format?: string }> }): boolean {
+/** True for a nullable property (a union with null): its object branch is what a nested view compiles. */
+function isNullable(schema: { anyOf?: Array<{ type?: string }> }): boolean {
   return schema.anyOf !== undefined && schema.anyOf.some((s) => s.type === 'null');
 }
 
@@ -61,15 +61,17 @@ export function compileView<E>(name: string, schema: TSchema, sources: Sources<E
   const call = (fn: (entity: never) => unknown): string => `c[${calls.push(fn) - 1}](e)`;
   const parts: string[] = [];
   const viewers: Array<(entity: E, into: Record<string, unknown>) => void> = [];
-  let first = true;
-  for (const key of keys) {
+  for (const [i, key] of keys.entries()) {
     const property = object.properties[key]!;
     const source = sources[key];
-    const prefix = JSON.stringify(`${first ? '{' : ','}${JSON.stringify(key)}:`);
-    first = false;
+    // The JSON before the value (`{"id":` or `,"status":`), and the same as a JS string literal.
+    const head = `${i === 0 ? '{' : ','}${JSON.stringify(key)}:`;
+    const prefix = JSON.stringify(head);
     if (property.const !== undefined && source === undefined) {
-      parts.push(`${JSON.stringify(`${JSON.parse(prefix) as string}${JSON.stringify(property.const)}`)}`);
-      viewers.push((_e, into) => { into[key] = property.const; });
+      parts.push(JSON.stringify(head + JSON.stringify(property.const)));
+      viewers.push((_e, into) => {
+        into[key] = property.const;
+      });
       continue;
     }
     assert(source !== undefined, `compileView ${name}: no source for ${key}`);
@@ -91,7 +93,7 @@ export function compileView<E>(name: string, schema: TSchema, sources: Sources<E
         return ms === null ? null : isoTime(ms);
       };
     } else if ('of' in source) {
-      const inner = compileView(`${name}.${key}`, (isNullableOf(property) ? property.anyOf!.find((s) => s.type !== 'null') : property) as TSchema, source.fields);
+      const inner = compileView(`${name}.${key}`, (isNullable(property) ? property.anyOf!.find((s) => s.type !== 'null') : property) as TSchema, source.fields);
       nested.push(inner);
       read = call(source.of as (entity: never) => unknown);
       encoded = `n[${nested.length - 1}].json(v)`;
