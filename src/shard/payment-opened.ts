@@ -20,8 +20,8 @@ export function transactionOfPayment(payment: Payment): Transaction {
 }
 
 // A cold row pointing at a `payment.opened` record reads its transaction through this (log-pointers.ts).
-registerDerivedEntity((event, kind, id) => {
-  if (kind !== 'txn' || event.t !== 'payment.opened') return undefined;
+registerDerivedEntity('payment.opened', (event, kind, id) => {
+  if (kind !== 'txn') return undefined;
   const payment = event.payment as Payment;
   return payment.transactionId === id ? JSON.stringify(transactionOfPayment(payment)) : undefined;
 });

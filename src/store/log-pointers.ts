@@ -64,10 +64,11 @@ export function eventInLog(wal: LogSegments, id: string, lsn: number): string {
  * the store cannot apply events. Undefined when the event derives no such entity.
  */
 type DerivedEntity = (event: Record<string, unknown>, kind: EntityKind, id: string) => string | undefined;
-let derivedEntity: DerivedEntity | null = null;
+let derivedEntity: { eventType: string; derive: DerivedEntity } | null = null;
 
-export function registerDerivedEntity(derive: DerivedEntity): void {
-  derivedEntity = derive;
+/** `eventType`: the events the rule derives from (the only ones it is asked about). */
+export function registerDerivedEntity(eventType: string, derive: DerivedEntity): void {
+  derivedEntity = { eventType, derive };
 }
 
 /** The entity (as JSON) the record's events create whole or derive, or undefined. */
@@ -77,7 +78,7 @@ function createdInRecord(record: string, kind: EntityKind, id: string): string |
   for (const event of JSON.parse(record) as Array<Record<string, { id?: string } | string>>) {
     const entity = event[property];
     if (typeof entity === 'object' && entity.id === id) return JSON.stringify(entity);
-    const derived = derivedEntity?.(event, kind, id);
+    const derived = derivedEntity !== null && event.t === derivedEntity.eventType ? derivedEntity.derive(event, kind, id) : undefined;
     if (derived !== undefined) return derived;
   }
   return undefined;
@@ -110,8 +111,11 @@ export function pointIntoLog(wal: LogSegments, derived: DerivedBatch): DerivedBa
     if (property === undefined || row.inLog === true) return row;
     const record = wal.recordAt(row.lsn);
     if (record === undefined) return row;
-    // Carried whole (the body's very bytes are in the record), or derived from it by the same rule.
-    const inRecord = record.includes(`"${property}":${row.body}`) || (derivedEntity !== null && createdInRecord(record, row.kind, row.id) === row.body);
+    // Carried whole (the body's very bytes are in the record), or derived from it by the same rule: the
+    // record is parsed only when it names the entity in an event that derives one (rows of entities that
+    // changed after their creation record are common, and a substring search costs far less).
+    const inRecord = record.includes(`"${property}":${row.body}`) ||
+      (derivedEntity !== null && record.includes(`"t":"${derivedEntity.eventType}"`) && record.includes(`"${row.id}"`) && createdInRecord(record, row.kind, row.id) === row.body);
     return inRecord ? Object.assign({}, row, { inLog: true as const }) : row;
   });
   const idem = derived.idem.map((change) => {

@@ -241,3 +241,32 @@ test('a sandbox collection waiting for its payer → cold from creation (payment
   const verify = kobo(server.dataDir, 'verify');
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
 });
+
+test('a payment recorded as payment.opened, killed before its rows were written → recovery writes its transaction as a pointer into the record, read back the same', async () => {
+  // No periodic image: the waiting rows stay in memory until the kill, so recovery derives them again.
+  let server = await startServer({ keys, env: { KOBO_SNAPSHOT_INTERVAL_MS: '0' } });
+  try {
+    const api = client(server.baseUrl, key);
+    const customer = await fundedCustomer(server);
+    const created = await api('POST', '/v1/payments', { idempotencyKey: idem('opened'), body: { customer_id: customer.id, amount_minor: 25_000, currency: 'NGN', method: 'bank_transfer' } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const txnId = created.body.data.transaction_id as string;
+    const before = await api('GET', `/v1/transactions/${txnId}`);
+    assert.equal(before.status, 200);
+    assert.equal(coldHas(server.dataDir, txnId), false, 'its row still waits in memory');
+    await server.kill();
+    server = await startServer({ keys, dataDir: server.dataDir, env: { KOBO_SNAPSHOT_INTERVAL_MS: '0' } });
+    await server.stop(); // the stop writes what recovery derived
+    const bodies = ['shard-0.db', 'shard-1.db'].flatMap((name) => {
+      const db = new Database(path.join(server.dataDir, name), { readonly: true });
+      const rows = db.prepare('SELECT body FROM cold WHERE id = ?').pluck().all(txnId) as Array<string | Buffer>;
+      db.close();
+      return rows;
+    });
+    assert.deepEqual(bodies.map((b) => b.length), [0], 'one row, empty: the transaction is derived from the record, not copied');
+    server = await startServer({ keys, dataDir: server.dataDir });
+    assert.deepEqual((await client(server.baseUrl, key)('GET', `/v1/transactions/${txnId}`)).body, before.body);
+  } finally {
+    await server.stop();
+  }
+});
