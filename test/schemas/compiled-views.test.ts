@@ -15,7 +15,7 @@ import { Payment as PaymentSchema, Transaction as TransactionSchema } from '../.
 import { compileView } from '../../src/schemas/compile-serialiser.ts';
 import type { Customer, Payment, Transaction, Transfer, Wallet } from '../../src/shard/state.ts';
 import { isoTime as iso } from '../../src/iso-time.ts';
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 
 const ulid = fc.stringMatching(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
 const ms = fc.integer({ min: 0, max: 4_102_444_800_000 });
@@ -107,23 +107,26 @@ function transactionBefore(t: Transaction): object {
   };
 }
 
+/**
+ * For entities from `arb`: the compiled JSON has the bytes of the view as it was written by hand, the
+ * compiled view prints that same JSON, and the JSON satisfies the response schema.
+ */
+function holds<E>(arb: fc.Arbitrary<E>, compiled: { json: (e: E) => string; view: (e: E) => object }, before: (e: E) => object, schema: TSchema, numRuns: number): void {
+  fc.assert(fc.property(arb, (e) => {
+    const json = compiled.json(e);
+    assert.equal(json, JSON.stringify(before(e)));
+    assert.equal(JSON.stringify(compiled.view(e)), json);
+    assert.ok(Value.Check(schema, JSON.parse(json)), json);
+  }), { numRuns });
+}
+
 test('payment reply: any payment → the compiled JSON is the hand-written view\'s bytes, and its view fits the schema', () => {
   setPublicUrl('http://127.0.0.1:8080');
-  fc.assert(fc.property(paymentArb, (p) => {
-    const json = paymentJson(p);
-    assert.equal(json, JSON.stringify(paymentBefore(p)));
-    assert.equal(JSON.stringify(paymentView(p)), json);
-    assert.ok(Value.Check(PaymentSchema, JSON.parse(json)), json);
-  }), { numRuns: 500 });
+  holds(paymentArb, { json: paymentJson, view: paymentView }, paymentBefore, PaymentSchema, 500);
 });
 
 test('transaction reply: any transaction (refund, reconciliation, exchange or none) → the hand-written view\'s bytes, and the schema holds', () => {
-  fc.assert(fc.property(transactionArb, (t) => {
-    const json = transactionJson(t);
-    assert.equal(json, JSON.stringify(transactionBefore(t)));
-    assert.equal(JSON.stringify(transactionView(t)), json);
-    assert.ok(Value.Check(TransactionSchema, JSON.parse(json)), json);
-  }), { numRuns: 500 });
+  holds(transactionArb, { json: transactionJson, view: transactionView }, transactionBefore, TransactionSchema, 500);
 });
 
 function customerBefore(c: Customer): object {
@@ -142,18 +145,8 @@ function walletBefore(w: Wallet): object {
 }
 
 test('customer and wallet replies: any customer or wallet → the hand-written views\' bytes, and the schemas hold', () => {
-  fc.assert(fc.property(customerArb, (c) => {
-    const json = customerJson(c);
-    assert.equal(json, JSON.stringify(customerBefore(c)));
-    assert.equal(JSON.stringify(customerView(c)), json);
-    assert.ok(Value.Check(CustomerSchema, JSON.parse(json)), json);
-  }), { numRuns: 300 });
-  fc.assert(fc.property(walletArb, (w) => {
-    const json = walletJson(w);
-    assert.equal(json, JSON.stringify(walletBefore(w)));
-    assert.equal(JSON.stringify(walletView(w)), json);
-    assert.ok(Value.Check(WalletSchema, JSON.parse(json)), json);
-  }), { numRuns: 300 });
+  holds(customerArb, { json: customerJson, view: customerView }, customerBefore, CustomerSchema, 300);
+  holds(walletArb, { json: walletJson, view: walletView }, walletBefore, WalletSchema, 300);
 });
 
 function transferBefore(t: Transfer): object {
@@ -166,12 +159,7 @@ function transferBefore(t: Transfer): object {
 }
 
 test('transfer reply: any transfer → the hand-written view\'s bytes, and the schema holds', () => {
-  fc.assert(fc.property(transferArb, (t) => {
-    const json = transferJson(t);
-    assert.equal(json, JSON.stringify(transferBefore(t)));
-    assert.equal(JSON.stringify(transferView(t)), json);
-    assert.ok(Value.Check(TransferSchema, JSON.parse(json)), json);
-  }), { numRuns: 300 });
+  holds(transferArb, { json: transferJson, view: transferView }, transferBefore, TransferSchema, 300);
 });
 
 test('compileView: a schema property without a source, or a source the schema lacks → refused when compiled', () => {
