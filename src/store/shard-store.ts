@@ -12,7 +12,7 @@ import { IdemLog, IN_LOG_JSON, type IdemChange } from './idem-log.ts';
 import { DueLog } from './due-log.ts';
 import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type LogEntry } from '../journal/log-segments.ts';
 import type { LogRecord } from '../journal/log-record.ts';
-import { PendingDerived, type DerivedBatch } from './derived-rows.ts';
+import { PendingDerived, type DerivedBatch, type DerivedPart } from './derived-rows.ts';
 import { ColdTable, IN_LOG_BODY } from './cold-table.ts';
 import { createdInLog, eventInLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
 import { JournalSync } from './journal-sync.ts';
@@ -200,19 +200,25 @@ export class ShardStore implements ColdReader {
     return this.pending.rows;
   }
 
+  /** Cold rows, idempotency changes and expiry rows waiting (the runtime writes them past ROWS_PENDING_MAX). */
+  get otherPending(): number {
+    return this.pending.otherRows;
+  }
+
   /** What the waiting rows hold, in characters (the runtime writes them when it passes its bound). */
   get derivedWeight(): number {
     return this.pending.weight;
   }
 
   /**
-   * Writes every waiting derived row in one sqlite transaction (made durable by the next syncJournal;
-   * losing it to a crash loses nothing, as recovery derives the rows again from the log). Returns the
-   * idempotency keys that expiry freed, and whether anything was written.
+   * Writes the oldest waiting derived rows of `part` (all of them by default) in one sqlite transaction
+   * (made durable by the next syncJournal; losing it to a crash loses nothing, as recovery derives the
+   * rows again from the log). Returns the idempotency keys that expiry freed, and whether anything was written.
    */
-  writeDerived(rowsMax = Number.POSITIVE_INFINITY): { freed: Array<[number, number]>; wrote: boolean } {
-    if (this.pending.rows === 0) return { freed: [], wrote: false };
-    return { freed: this.writeDerivedTx(this.pending.takeSome(rowsMax)), wrote: true };
+  writeDerived(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all'): { freed: Array<[number, number]>; wrote: boolean } {
+    const waiting = part === 'all' ? this.pending.rows : part === 'lists' ? this.pending.listRows : this.pending.otherRows;
+    if (waiting === 0) return { freed: [], wrote: false };
+    return { freed: this.writeDerivedTx(this.pending.takeSome(rowsMax, part)), wrote: true };
   }
 
   /** Writes derived rows at once, in one transaction (recovery: what replay derived). */

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { PendingDerived, type DerivedBatch } from '../../src/store/derived-rows.ts';
+import { PendingDerived, type DerivedBatch, type DerivedPart } from '../../src/store/derived-rows.ts';
 import type { ColdRow } from '../../src/store/cold-table.ts';
 import type { IdemChange } from '../../src/store/idem-log.ts';
 import type { ListChange, ListKind } from '../../src/store/list-index.ts';
@@ -21,6 +21,7 @@ const batchArb = fc.record({
   idem: fc.array(fc.constantFrom('k1', 'k2', 'k3'), { maxLength: 2 }),
   list: fc.array(fc.record({ owner: fc.constantFrom(...OWNERS), kind: fc.constantFrom(...LIST_KINDS), id: fc.constantFrom(...IDS), status: fc.constantFrom('pending', 'succeeded') }), { maxLength: 3 }),
   sliceAfter: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+  part: fc.constantFrom<DerivedPart>('all', 'lists', 'rows'),
 });
 
 interface Model {
@@ -29,13 +30,13 @@ interface Model {
   list: ListChange[];
 }
 
-function build(raw: ReturnType<typeof batchArb.generate>['value'][], lsnStart: number): Array<{ batch: DerivedBatch; sliceAfter?: number }> {
+function build(raw: ReturnType<typeof batchArb.generate>['value'][], lsnStart: number): Array<{ batch: DerivedBatch; sliceAfter?: number; part: DerivedPart }> {
   let lsn = lsnStart;
   return raw.map((b) => {
     const cold: ColdRow[] = b.cold.map((c) => ({ kind: c.kind, id: c.id, lsn: lsn++, partition: 0, body: c.body }));
     const idem: IdemChange[] = b.idem.map((key) => ({ lsn: lsn++, partition: 0, op: { op: 'put', record: { scope: `test:acct_a:${key}`, fingerprint: 'f', status: 201, atMs: 1, json: '{}' } } }));
     const list: ListChange[] = b.list.map((l) => ({ owner: l.owner, kind: l.kind, id: l.id, customerId: null, status: l.status, body: null, lsn: lsn++ }));
-    return { batch: { cold, idem, due: [], list }, ...(b.sliceAfter === undefined ? {} : { sliceAfter: b.sliceAfter }) };
+    return { batch: { cold, idem, due: [], list }, part: b.part, ...(b.sliceAfter === undefined ? {} : { sliceAfter: b.sliceAfter }) };
   });
 }
 
@@ -68,6 +69,8 @@ function sameReads(pending: PendingDerived, model: Model): void {
     }
   }
   assert.equal(pending.rows, model.cold.length + model.idem.length + model.list.length);
+  assert.equal(pending.listRows, model.list.length);
+  assert.equal(pending.otherRows, model.cold.length + model.idem.length);
 }
 
 test('pending derived rows: random adds and slices → reads and slices match a model of plain arrays', () => {
@@ -75,18 +78,22 @@ test('pending derived rows: random adds and slices → reads and slices match a 
     fc.property(fc.array(batchArb, { minLength: 1, maxLength: 12 }), (raw) => {
       const pending = new PendingDerived();
       const model: Model = { cold: [], idem: [], list: [] };
-      for (const { batch, sliceAfter } of build(raw, 1)) {
+      for (const { batch, sliceAfter, part } of build(raw, 1)) {
         pending.add(batch);
         model.cold.push(...batch.cold);
         model.idem.push(...batch.idem);
         model.list.push(...(batch.list ?? []));
         sameReads(pending, model);
         if (sliceAfter === undefined) continue;
-        const taken = pending.takeSome(sliceAfter);
-        // List rows leave first, then cold, idempotency and expiry rows, each table oldest first.
-        const list = model.list.splice(0, Math.min(sliceAfter, model.list.length));
-        const cold = model.cold.splice(0, Math.min(sliceAfter - list.length, model.cold.length));
-        const idem = model.idem.splice(0, Math.min(sliceAfter - list.length - cold.length, model.idem.length));
+        const taken = pending.takeSome(sliceAfter, part);
+        // List rows leave first, then the cold and idempotency rows of the lowest LSNs (each table oldest
+        // first); a slice of one part takes nothing of the other.
+        const list = part === 'rows' ? [] : model.list.splice(0, Math.min(sliceAfter, model.list.length));
+        const othersMax = part === 'lists' ? 0 : sliceAfter - list.length;
+        const oldest = [...model.cold.map((r) => r.lsn), ...model.idem.map((c) => c.lsn)].sort((a, b) => a - b).slice(0, othersMax);
+        const lsnMax = oldest.length === 0 ? Number.NEGATIVE_INFINITY : oldest[oldest.length - 1]!;
+        const cold = model.cold.splice(0, model.cold.filter((r) => r.lsn <= lsnMax).length);
+        const idem = model.idem.splice(0, model.idem.filter((c) => c.lsn <= lsnMax).length);
         assert.deepEqual(taken.list, list);
         assert.deepEqual(taken.cold, cold);
         assert.deepEqual(taken.idem, idem);
