@@ -1,0 +1,82 @@
+// Cluster mode over 3 nats-servers and 3 kobo nodes on 127.0.0.1: the loss of one nats-server under load
+// through every node, be it the leader of the lease bucket or of a shard stream, costs no error (requests
+// wait for the election), moves nothing (same owner, same server process), and loses no acknowledged write.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, secretKey } from '../helpers/server.ts';
+import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts';
+import { withCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { natsServerBinary } from '../helpers/nats.ts';
+import { kobo } from '../helpers/cli.ts';
+import { connectJetStream, LEASE_BUCKET, streamOf } from '../../src/cluster/streams.ts';
+
+const key = secretKey();
+const keys = [`${key}@cluster`];
+const skip = natsServerBinary() !== null ? false : 'nats-server is not installed (apt-get install nats-server)';
+/** Load kept up after the kill: the election (5–8 s on 2.9.10), a lapsed lease's re-creation, and writes after. */
+const AFTER_KILL_MS = 18_000;
+
+/** Index (in cluster.nats.nodes) of the nats-server leading `stream`. */
+async function leaderOf(cluster: KoboCluster, stream: string): Promise<number> {
+  const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-leader');
+  try {
+    const leader = (await jsm.streams.info(stream)).cluster?.leader;
+    const index = cluster.nats.nodes.findIndex((n) => n.name === leader);
+    assert.ok(index >= 0, `${stream} has a leader (${String(leader)})`);
+    return index;
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * Load through all three nodes, kill -9 of the nats-server `victim` picks, more load: asserts no error at
+ * all, the same owner and server process, every 2xx replayed the same at the first try, verify clean.
+ */
+async function killUnderLoad(cluster: KoboCluster, victim: () => Promise<number>, label: string): Promise<void> {
+  const owner = await cluster.owner();
+  const serving = cluster.nodes[owner]!.servingPid();
+  const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+  const f = await fixture(apis[(owner + 1) % 3]!);
+  const acked: Acked[] = [];
+  const errors: string[] = [];
+  let running = true;
+  const loading = load(() => apis, f, () => running, acked, errors);
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const index = await victim();
+  const ackedBefore = acked.length;
+  await cluster.nats.kill(index);
+  await new Promise((resolve) => setTimeout(resolve, AFTER_KILL_MS));
+  running = false;
+  await loading;
+  const slowest = Math.max(...acked.slice(ackedBefore).map((a) => a.ms));
+  process.stdout.write(`# ${label}: killed ${cluster.nats.nodes[index]!.name}; acknowledged ${acked.length} (${ackedBefore} before the kill), slowest answer after it ${slowest} ms, errors ${errors.length}\n`);
+  assert.deepEqual(errors, [], 'no request failed');
+  assert.ok(acked.length > ackedBefore + 20, 'writes acknowledged after the election');
+  assert.equal(await cluster.owner(1_000), owner, 'ownership did not move');
+  assert.equal(cluster.nodes[owner]!.servingPid(), serving, 'the owner kept its server process');
+  for (const api of apis) await replayAll(api, acked);
+  for (const node of cluster.nodes) {
+    const verify = kobo(node.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on ${node.name}:\n${verify.stdout}\n${verify.stderr}`);
+  }
+}
+
+test('cluster: kill -9 of the nats-server leading the lease bucket under load through every node → no error, no move, every acknowledged write found', { skip, timeout: 180_000 }, () =>
+  withCluster({ keys }, (cluster) => killUnderLoad(cluster, () => leaderOf(cluster, `KV_${LEASE_BUCKET}`), 'lease leader')));
+
+test('cluster: the lease bucket\'s leader killed with a TTL shorter than its election → the owner re-creates its lapsed lease, proves the streams untouched, serves on: no error, no move', { skip, timeout: 180_000 }, () =>
+  withCluster({ keys, env: { KOBO_CLUSTER_LEASE_SECONDS: '3' } }, async (cluster) => {
+    await killUnderLoad(cluster, () => leaderOf(cluster, `KV_${LEASE_BUCKET}`), 'lease leader, TTL 3 s');
+    const owner = await cluster.owner(1_000);
+    assert.match(cluster.nodes[owner]!.server.output(), /re-created its lapsed lease/, 'the lease lapsed during the election and was re-created');
+  }));
+
+test('cluster: kill -9 of the nats-server leading a shard stream under load through every node → requests wait for the election: no error, no move, every acknowledged write found', { skip, timeout: 180_000 }, () =>
+  withCluster({ keys }, (cluster) =>
+    killUnderLoad(cluster, async () => {
+      // A shard stream's leader that does not lead the lease bucket, when there is one: the shard's election alone.
+      const lease = await leaderOf(cluster, `KV_${LEASE_BUCKET}`);
+      const leaders = [await leaderOf(cluster, streamOf(0)), await leaderOf(cluster, streamOf(1))];
+      return leaders.find((i) => i !== lease) ?? leaders[0]!;
+    }, 'shard leader')));
