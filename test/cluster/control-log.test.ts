@@ -139,7 +139,7 @@ test('ControlFollower: a former owner\'s copy (no position, a key the stream nev
   assert.equal(former.control.findBySecret('sk_test_in_the_stream')?.account, 'acme');
 });
 
-test('ControlLog: another owner fenced the stream → the next change is fatal and never settles; a lapsed lease → fatal too', { skip, timeout: 60_000 }, async () => {
+test('ControlLog: another owner fenced the stream → the next change is fatal and never settles; a lease lapsed past its hold → fatal too; lapsed within it → the change waits and settles once the lease holds again', { skip, timeout: 60_000 }, async () => {
   await ensureControlStream(jsm, 3);
   const fatal: string[] = [];
   const stale = await ownerLog(3, await marker(3), Date.now() + 600_000, fatal);
