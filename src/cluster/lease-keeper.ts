@@ -14,11 +14,15 @@ const LEASE_MARGIN_MS = 1_000;
 /** A renewal unanswered this long is sent again at the next poll (a reconnection may have eaten it). */
 const RENEW_TIMEOUT_MS = 1_000;
 
-/** The lease key's value: who owns, where it listens, and this node's claim (recognises its own key). */
+/**
+ * The lease key's value: who owns, where it listens, this node's claim (recognises its own key), and
+ * from the first renewal on the epoch its server runs under (the claim's revision; a re-created key keeps it).
+ */
 export interface OwnerValue {
   node: string;
   url: string;
   claim?: string;
+  epoch?: number;
 }
 
 /** What one renewal did. */
@@ -60,6 +64,7 @@ export class LeaseKeeper {
     }
     this.untilMs = this.deadlineOf(sentAt);
     this.unproven = null;
+    this.value.epoch = this.revision;
     return true;
   }
 
