@@ -54,18 +54,18 @@ export class LeaseKeeper {
     return sentAtMs + this.options.leaseMs - LEASE_MARGIN_MS;
   }
 
-  /** Claims a free lease (create); false when another node holds it or the bucket did not answer. */
-  async claim(): Promise<boolean> {
+  /** Claims a free lease (create): 'taken' when another node holds it, 'unavailable' when the bucket did not answer. */
+  async claim(): Promise<'claimed' | 'taken' | 'unavailable'> {
     const sentAt = Date.now();
     try {
       this.revision = await this.kv.create(OWNER_KEY, JSON.stringify(this.value));
-    } catch {
-      return false;
+    } catch (error) {
+      return apiErrorCode(error) === WRONG_LAST_SEQUENCE ? 'taken' : 'unavailable';
     }
     this.untilMs = this.deadlineOf(sentAt);
     this.unproven = null;
     this.value.epoch = this.revision;
-    return true;
+    return 'claimed';
   }
 
   forget(): void {

@@ -277,14 +277,21 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       return;
     }
     const live = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
-    // A free lease right after the bucket failed may be the owner's, lapsed during the election: it goes first.
-    if (live === null && Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS) return;
-    owner = live;
-    if (live !== null || role !== 'follower' || child !== null || stopping) return;
-    if (!(await lease.claim())) {
-      bucketFailedAtMs = Date.now(); // another node claimed it first, or the bucket did not answer
+    if (live !== null) {
+      owner = live;
       return;
     }
+    // A free lease right after the bucket failed may be the owner's, lapsed during the election: it goes
+    // first, and requests go on to it meanwhile (it holds them).
+    if (Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS) return;
+    if (role !== 'follower' || child !== null || stopping) {
+      owner = null;
+      return;
+    }
+    const claim = await lease.claim();
+    if (claim === 'unavailable') bucketFailedAtMs = Date.now();
+    if (claim === 'taken') owner = null; // the next poll reads the new owner
+    if (claim !== 'claimed') return;
     epoch = lease.revision;
     owner = lease.value;
     // Not awaited: the polls go on renewing the lease while the copy catches up and the server recovers.
