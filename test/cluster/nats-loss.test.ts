@@ -105,5 +105,7 @@ test('cluster: kill -9 of the nats-server leading a shard stream under load thro
       await nc.close();
       const byLoad = [0, 1].sort((a, b) => sizes[b]! - sizes[a]!);
       const leaders = [await leaderOf(cluster, streamOf(byLoad[0]!)), await leaderOf(cluster, streamOf(byLoad[1]!))];
-      return leaders.find((i) => i !== lease) ?? leaders[0]!;
+      const victim = leaders.find((i) => i !== lease) ?? leaders[0]!;
+      process.stdout.write(`# shard leader: the victim ${victim === lease ? 'leads' : 'does not lead'} the lease bucket too\n`);
+      return victim;
     }, 'shard leader')));
