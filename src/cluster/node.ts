@@ -66,6 +66,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   let owner: OwnerValue | null = null;
   /** When the lease bucket last failed to answer this node (see CLAIM_GRACE_MS). */
   let bucketFailedAtMs = -Infinity;
+  /** Since when this node's reads have found the lease free (null: it was held at the last read). */
+  let freeSinceMs: number | null = null;
   let child: ChildProcess | null = null;
   let childPort = 0;
   let stopped = false;
@@ -279,19 +281,20 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     const live = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
     if (live !== null) {
       owner = live;
+      freeSinceMs = null;
       return;
     }
+    // A read answered by a replica can miss the key for a moment around a nats-server's loss: the owner
+    // is forgotten (503 during a move) only once the key has been free for the grace.
+    freeSinceMs ??= Date.now();
+    if (Date.now() - freeSinceMs >= CLAIM_GRACE_MS) owner = null;
     // A free lease right after the bucket failed may be the owner's, lapsed during the election: it goes
     // first, and requests go on to it meanwhile (it holds them).
-    if (Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS) return;
-    if (role !== 'follower' || child !== null || stopping) {
-      owner = null;
-      return;
-    }
+    if (Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS || role !== 'follower' || child !== null || stopping) return;
     const claim = await lease.claim();
     if (claim === 'unavailable') bucketFailedAtMs = Date.now();
-    if (claim === 'taken') owner = null; // the next poll reads the new owner
-    if (claim !== 'claimed') return;
+    if (claim !== 'claimed') return; // taken: the next poll reads the new owner
+    freeSinceMs = null;
     epoch = lease.revision;
     owner = lease.value;
     // Not awaited: the polls go on renewing the lease while the copy catches up and the server recovers.

@@ -68,7 +68,10 @@ async function killUnderLoad(cluster: KoboCluster, victim: () => Promise<number>
   await loading;
   const slowest = Math.max(...acked.slice(ackedBefore).map((a) => a.ms));
   const kinds = new Map<string, number>();
-  for (const error of errors) kinds.set(error.slice(0, 60), (kinds.get(error.slice(0, 60)) ?? 0) + 1);
+  for (const error of errors) {
+    const kind = `${error.slice(0, 50)}… ${/\(via [^)]*\)$/.exec(error)?.[0] ?? ''}`;
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
   process.stdout.write(`# ${label}: killed ${cluster.nats.nodes[index]!.name}; acknowledged ${acked.length} (${ackedBefore} before the kill), slowest answer after it ${slowest} ms, errors ${errors.length} ${JSON.stringify([...kinds])}\n`);
   assert.deepEqual(errors, [], 'no request failed');
   assert.ok(acked.length > ackedBefore + 20, 'writes acknowledged after the election');

@@ -63,16 +63,17 @@ export async function load(apis: () => Api[], f: Fixture, running: () => boolean
       while (running()) {
         const i = next++;
         const list = apis();
-        const api = list[i % list.length]!;
+        const via = i % list.length;
+        const api = list[via]!;
         const { path, body } = requestOf(f, i);
         const idempotencyKey = idem();
         const sentAt = Date.now();
         try {
           const r = await api('POST', path, { idempotencyKey, body });
           if (r.status >= 200 && r.status < 300) acked.push({ path, idempotencyKey, body, status: r.status, reply: r.body, ms: Date.now() - sentAt });
-          else errors.push(`${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+          else errors.push(`${r.status} ${JSON.stringify(r.body).slice(0, 120)} (via the ${via}th node listed)`);
         } catch (error) {
-          errors.push(`fetch: ${(error as Error).message}`);
+          errors.push(`fetch: ${(error as Error).message} (via the ${via}th node listed)`);
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
       }
