@@ -284,16 +284,19 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       freeSinceMs = null;
       return;
     }
-    // A read answered by a replica can miss the key for a moment around a nats-server's loss: the owner
-    // is forgotten (503 during a move) only once the key has been free for the grace.
     freeSinceMs ??= Date.now();
-    if (Date.now() - freeSinceMs >= CLAIM_GRACE_MS) owner = null;
     // A free lease right after the bucket failed may be the owner's, lapsed during the election: it goes
     // first, and requests go on to it meanwhile (it holds them).
-    if (Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS || role !== 'follower' || child !== null || stopping) return;
-    const claim = await lease.claim();
+    const bucketFailedLately = (): boolean => Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS;
+    const claim = bucketFailedLately() || role !== 'follower' || child !== null || stopping ? 'deferred' : await lease.claim();
     if (claim === 'unavailable') bucketFailedAtMs = Date.now();
-    if (claim !== 'claimed') return; // taken: the next poll reads the new owner
+    if (claim !== 'claimed') {
+      // Taken: the next poll reads the new owner. A read answered by a replica can also miss the key for a
+      // moment around a nats-server's loss: the owner is forgotten (503 during a move) only once the key
+      // has been free for the grace and the bucket answers.
+      if (Date.now() - freeSinceMs >= CLAIM_GRACE_MS && !bucketFailedLately()) owner = null;
+      return;
+    }
     freeSinceMs = null;
     epoch = lease.revision;
     owner = lease.value;
