@@ -34,6 +34,8 @@ const HOLD_MS_MIN = 10_000;
  * to the owner this long, so that an owner that outlived its key's TTL re-creates it first.
  */
 const CLAIM_GRACE_MS = 2_000;
+/** A status report the bucket has not answered in this long counts as the bucket failing. */
+const BUCKET_SLOW_MS = 1_000;
 /** How long the server may take to tell its tails. */
 const TAILS_TIMEOUT_MS = 1_000;
 
@@ -330,7 +332,9 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), control: controlFollower?.position ?? null, atMs: Date.now() };
-    void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now()));
+    // A report the bucket leaves unanswered for long is the sign of an election (see CLAIM_GRACE_MS).
+    const slow = setTimeout(() => (bucketFailedAtMs = Date.now()), BUCKET_SLOW_MS);
+    void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now())).finally(() => clearTimeout(slow));
   }, 1_000);
 
   log(`listening on http://${config.host}:${fronts.publicPort} (cluster node ${cluster.node}, internal ${cluster.internalHost}:${fronts.internalPort}, ${shards} shard(s), data ${config.dataDir})`);
