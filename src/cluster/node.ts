@@ -141,7 +141,14 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const ownsNow = (): boolean => serving() && Date.now() < lease.untilMs;
   /** The lease lapsed but may come back (renewed, or re-created and proven): requests wait for it. */
   const holding = (): boolean => serving() && lease.revision > 0 && Date.now() < lease.untilMs + holdMs;
-  const localRoute = (): Route => (ownsNow() ? { url: `http://127.0.0.1:${childPort}` } : holding() ? 'hold' : null);
+  let refusing = false;
+  const localRoute = (): Route => {
+    const route = ownsNow() ? { url: `http://127.0.0.1:${childPort}` } : holding() ? 'hold' : null;
+    // An owner that starts answering 503 says why, once.
+    if (role === 'owner' && (route === null) !== refusing) log(`cluster: ${cluster.node} ${route === null ? `refuses requests (lease ${lease.untilMs - Date.now()} ms, revision ${lease.revision}, server ${child === null ? 'gone' : 'up'})` : 'serves again'}`);
+    refusing = role === 'owner' && route === null;
+    return route;
+  };
   const fronts: Fronts = await startFronts({
     host: config.host,
     port: config.port,
@@ -296,7 +303,10 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       // Taken: the next poll reads the new owner. A read answered by a replica can also miss the key for a
       // moment around a nats-server's loss: the owner is forgotten (503 during a move) only once the key
       // has been free for the grace and the bucket answers.
-      if (Date.now() - freeSinceMs >= CLAIM_GRACE_MS && !bucketFailedLately()) owner = null;
+      if (owner !== null && Date.now() - freeSinceMs >= CLAIM_GRACE_MS && !bucketFailedLately()) {
+        log(`cluster: ${cluster.node} forgets owner ${owner.node}: the lease has been free for ${Date.now() - freeSinceMs} ms (${claim})`);
+        owner = null;
+      }
       return;
     }
     freeSinceMs = null;
