@@ -300,10 +300,10 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     const claim = bucketFailedLately() || role !== 'follower' || child !== null || stopping ? 'deferred' : await lease.claim();
     if (claim === 'unavailable') bucketFailedAtMs = Date.now();
     if (claim !== 'claimed') {
-      // Taken: the next poll reads the new owner. A read answered by a replica can also miss the key for a
-      // moment around a nats-server's loss: the owner is forgotten (503 during a move) only once the key
-      // has been free for the grace and the bucket answers.
-      if (owner !== null && Date.now() - freeSinceMs >= CLAIM_GRACE_MS && !bucketFailedLately()) {
+      // Taken: the next poll reads the new owner. A read answered by a replica can also miss the key for
+      // seconds around a nats-server's loss: the owner is forgotten (503 during a move) only once the key
+      // has been free for a whole TTL with the bucket answering (a dead owner's forwards fail anyway).
+      if (owner !== null && Date.now() - freeSinceMs >= leaseMs && !bucketFailedLately()) {
         log(`cluster: ${cluster.node} forgets owner ${owner.node}: the lease has been free for ${Date.now() - freeSinceMs} ms (${claim})`);
         owner = null;
       }
