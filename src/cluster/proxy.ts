@@ -113,8 +113,10 @@ export async function startFronts(options: { host: string; port: number; interna
       return;
     }
     const again = (): void => {
+      const next = route();
+      if (next === 'hold') return;
       held.delete(again);
-      if (!res.destroyed) dispatch(req, res, route);
+      if (!res.destroyed) forward(req, res, next);
     };
     held.add(again);
     res.once('close', () => held.delete(again));
