@@ -17,6 +17,8 @@ export type Route = { url: string; token?: string } | null | 'hold';
 
 /** How often held requests ask for their route again (besides each `wake`). */
 const HOLD_RECHECK_MS = 50;
+/** Requests held at once at most; past it a request gets the move's 503 at once. */
+const HELD_REQUESTS_MAX = 10_000;
 
 let requestSeq = 0;
 const bootId = randomBytes(4).toString('hex');
@@ -93,7 +95,8 @@ export interface Fronts {
  * `publicRoute`: where a client's request goes now; `localRoute`: this node's own server while it owns
  * (null otherwise).
  */
-export async function startFronts(options: { host: string; port: number; internalHost: string; internalPort: number; secret: string; publicRoute: () => Route; localRoute: () => Route }): Promise<Fronts> {
+export async function startFronts(options: { host: string; port: number; internalHost: string; internalPort: number; secret: string; publicRoute: () => Route; localRoute: () => Route; heldRequestsMax?: number }): Promise<Fronts> {
+  const heldMax = options.heldRequestsMax ?? HELD_REQUESTS_MAX;
   const open = new Set<import('node:net').Socket>();
   /** Requests waiting for a route, each asking again when called; the recheck timer runs while any wait. */
   const held = new Set<() => void>();
@@ -108,8 +111,8 @@ export async function startFronts(options: { host: string; port: number; interna
   /** Forwards along `route()`, holding the request while it says 'hold' (the owner bounds how long). */
   const dispatch = (req: http.IncomingMessage, res: http.ServerResponse, route: () => Route): void => {
     const now = route();
-    if (now !== 'hold') {
-      forward(req, res, now);
+    if (now !== 'hold' || held.size >= heldMax) {
+      forward(req, res, now === 'hold' ? null : now);
       return;
     }
     const again = (): void => {
