@@ -8,6 +8,7 @@ import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts
 import { withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
+import { until } from '../helpers/wait.ts';
 import { connectJetStream, LEASE_BUCKET, streamOf } from '../../src/cluster/streams.ts';
 
 const key = secretKey();
@@ -54,6 +55,9 @@ async function killUnderLoad(cluster: KoboCluster, victim: () => Promise<number>
   const owner = await cluster.owner();
   const serving = cluster.nodes[owner]!.servingPid();
   const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+  // Every node forwards to the owner before the load starts: a node that has not read the lease yet
+  // answers 503 (the last one started can still be at its first poll).
+  for (const api of apis) await until(() => api('GET', '/healthz'), (r) => r.status === 200, 'every node forwarding to the owner', 10_000);
   const f = await fixture(apis[(owner + 1) % 3]!);
   const acked: Acked[] = [];
   const errors: string[] = [];
@@ -62,6 +66,7 @@ async function killUnderLoad(cluster: KoboCluster, victim: () => Promise<number>
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const index = await victim();
   const ackedBefore = acked.length;
+  const errorsBefore = errors.length;
   await cluster.nats.kill(index);
   await new Promise((resolve) => setTimeout(resolve, AFTER_KILL_MS));
   running = false;
@@ -72,7 +77,7 @@ async function killUnderLoad(cluster: KoboCluster, victim: () => Promise<number>
     const kind = `${error.slice(0, 50)}… ${/\(via [^)]*\)$/.exec(error)?.[0] ?? ''}`;
     kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
   }
-  process.stdout.write(`# ${label}: killed ${cluster.nats.nodes[index]!.name}; acknowledged ${acked.length} (${ackedBefore} before the kill), slowest answer after it ${slowest} ms, errors ${errors.length} ${JSON.stringify([...kinds])}\n`);
+  process.stdout.write(`# ${label}: killed ${cluster.nats.nodes[index]!.name}; acknowledged ${acked.length} (${ackedBefore} before the kill), slowest answer after it ${slowest} ms, errors ${errors.length} (${errorsBefore} before the kill) ${JSON.stringify([...kinds])}\n`);
   assert.deepEqual(errors, [], 'no request failed');
   assert.ok(acked.length > ackedBefore + 20, 'writes acknowledged after the election');
   assert.equal(await cluster.owner(1_000), owner, 'ownership did not move');
