@@ -5,8 +5,7 @@
 // Invariant: the server it starts acknowledges nothing past the lease deadline this node last renewed;
 // while that lease has lapsed but may come back (its bucket electing a leader), requests wait, bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Empty } from '@nats-io/transport-node';
-import { jetstream, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { Config } from '../config.ts';
 import type { ClusterConfig } from './cluster-config.ts';
@@ -16,7 +15,8 @@ import { ControlFollower } from './control-follower.ts';
 import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
-import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
+import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
+import { ensureStreams, fence } from './fencing.ts';
 import { OWNER_ENV, type LeaseMessage, type TailsAnswer, type TailsQuestion } from './owner-child.ts';
 import { LeaseKeeper, type OwnerValue, type Renewal } from './lease-keeper.ts';
 import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
@@ -25,8 +25,6 @@ import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 const LEASE_POLL_MS = 250;
 /** How long the started server may take to recover and listen. */
 const CHILD_START_MS_MAX = 60_000;
-/** Attempts at fencing a stream whose tail moves meanwhile (a former owner still publishing). */
-const FENCE_ATTEMPTS_MAX = 20;
 /** The least time requests wait past a lapsed lease's deadline for the owner to re-establish it (else 2 × the TTL). */
 const HOLD_MS_MIN = 10_000;
 /**
@@ -375,36 +373,6 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       await nc.drain();
     },
   };
-}
-
-async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: number): Promise<void> {
-  for (let shard = 0; shard < shards; shard += 1) {
-    const exists = await jsm.streams.info(streamOf(shard)).then(() => true, () => false);
-    if (!exists) {
-      await patiently(() => jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
-        // Another node created it meanwhile.
-        if (!(await jsm.streams.info(streamOf(shard)).then(() => true, () => false))) throw error;
-      }));
-    }
-  }
-}
-
-/**
- * Appends this epoch's marker fenced on the stream's tail: from then on a former owner's publish is
- * refused (10071). Returns the marker's sequence.
- */
-async function fence(js: JetStreamClient, jsm: JetStreamManager, stream: string, subject: string, msgId: string, epoch: number): Promise<number> {
-  for (let attempt = 1; ; attempt += 1) {
-    const last = (await jsm.streams.info(stream)).state.last_seq;
-    try {
-      return (await js.publish(subject, Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
-    } catch (error) {
-      if (attempt >= FENCE_ATTEMPTS_MAX) throw error;
-      const stored = await jsm.streams.getMessage(stream, { seq: last + 1 }).catch(() => null);
-      if (stored !== null && stored.header.get('Nats-Msg-Id') === msgId) return last + 1;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 export type { KV };
