@@ -28,13 +28,18 @@ async function patiently<T>(read: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The owner's node, address and epoch (a key written before its first renewal names no epoch: its revision is). */
+function ownerOf(value: { node: string; url: string; epoch?: number }, revision: number): { node: string; url: string; epoch: number } {
+  return { node: value.node, url: value.url, epoch: value.epoch ?? revision };
+}
+
 export async function clusterStatus(servers: readonly string[]): Promise<ClusterStatus> {
   const { nc, jsm } = await connectJetStream(servers, 'kobo-cli');
   try {
     const kv = await patiently(() => new Kvm(nc).open(LEASE_BUCKET));
     const now = Date.now();
     const ownerEntry = await patiently(() => kv.get(OWNER_KEY));
-    const owner = ownerEntry !== null && ownerEntry.operation === 'PUT' ? { ...(ownerEntry.json() as { node: string; url: string }), epoch: ownerEntry.revision, renewedMsAgo: now - ownerEntry.created.getTime() } : null;
+    const owner = ownerEntry !== null && ownerEntry.operation === 'PUT' ? { ...ownerOf(ownerEntry.json() as { node: string; url: string; epoch?: number }, ownerEntry.revision), renewedMsAgo: now - ownerEntry.created.getTime() } : null;
     const streams: ClusterStatus['shards'] = [];
     let shards = 0;
     for (const name of await patiently(async () => {

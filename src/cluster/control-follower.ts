@@ -2,13 +2,13 @@
 // written through the stores' own row code. Runs on the node supervisor's main thread while it follows.
 // Invariant: a copy an owner wrote to (no recorded position) is rebuilt from the stream once the stream
 // is seeded, so a row the cluster never acknowledged does not outlive its owner's term.
-import { DeliverPolicy, type ConsumerMessages, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type Database from 'better-sqlite3';
 import { ControlStore } from '../store/control-store.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { FrontIdempotencyStore } from '../http/idempotency-store.ts';
 import { clearReplicated, isReplicatedTable, REPLICATED_TABLES, upsertRow, type ReplicaChange } from '../store/replica-rows.ts';
-import { CONTROL_EPOCH_SUBJECT, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM, endConsuming } from './streams.ts';
+import { consumeRetrying, CONTROL_EPOCH_SUBJECT, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM, type Consuming } from './streams.ts';
 
 /** Messages applied in one pair of transactions at most. */
 const APPLY_MESSAGES_MAX = 500;
@@ -33,8 +33,7 @@ export class ControlFollower {
   private webhooks: WebhookStore | null;
   private seq: number;
   private pending: ReplicaChange[] = [];
-  private messages: ConsumerMessages | null = null;
-  private following: Promise<void> | null = null;
+  private consuming: Consuming | null = null;
 
   constructor(
     dataDir: string,
@@ -99,27 +98,21 @@ export class ControlFollower {
     })();
   }
 
+  /** Follows the stream until `stop`, through its elections (the consumer is made again after a failure). */
   async follow(): Promise<void> {
     await this.start();
-    const consumer = await this.js.consumers.get(CONTROL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
-    const messages = await consumer.consume({ max_messages: APPLY_MESSAGES_MAX });
-    this.messages = messages;
-    this.following = (async () => {
-      for await (const m of messages) {
-        if (this.control === null) return;
-        if (m.seq <= this.seq) continue;
-        this.apply(m.seq, m.subject, m.data);
-        if (m.info.pending === 0) this.flush();
-      }
-    })().catch((error: unknown) => {
-      process.stderr.write(`kobo: follower of ${CONTROL_STREAM} stopped: ${(error as Error).message}\n`);
+    if (this.consuming !== null) return;
+    const open = async () => (await this.js.consumers.get(CONTROL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 })).consume({ max_messages: APPLY_MESSAGES_MAX });
+    this.consuming = consumeRetrying(`follower of ${CONTROL_STREAM}`, open, (m) => {
+      if (this.control === null || m.seq <= this.seq) return;
+      this.apply(m.seq, m.subject, m.data);
+      if (m.info.pending === 0) this.flush();
     });
   }
 
   async stop(): Promise<void> {
-    await endConsuming(this.messages, this.following);
-    this.messages = null;
-    this.following = null;
+    await this.consuming?.end();
+    this.consuming = null;
     if (this.control !== null) this.flush();
   }
 

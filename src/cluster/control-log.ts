@@ -3,14 +3,14 @@
 // to the kobo-control stream in order, one message per row, fenced on the expected last sequence, msg id
 // control:<epoch>:<n>. Main thread of the server a cluster node starts once it owns.
 // Invariant: `settled` resolves only once every change reported before it has its PubAck and the lease
-// still holds; a foreign tail, or no PubAck before the lease runs out, is fatal (nothing more is answered).
+// holds; a foreign tail, or a lease lapsed past its hold, is fatal (nothing more is answered).
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { allRows, scannedRows, REPLICATED_TABLES, type ReplicaChange, type ReplicaSink } from '../store/replica-rows.ts';
 import type { ControlStore } from '../store/control-store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
 import type { FrontIdempotencyStore } from '../http/idempotency-store.ts';
-import type { OwnerCluster } from './owner-child.ts';
+import { tailSlots, type OwnerCluster } from './owner-child.ts';
 import { forgetControlPosition } from './control-follower.ts';
 import { apiErrorCode, connectJetStream, patiently, CONTROL_SEEDED_SUBJECT, CONTROL_STREAM, CONTROL_SUBJECTS, controlMsgIdOf, controlSubjectOf, DAY_MS, epochHeaders, WRONG_LAST_SEQUENCE } from './streams.ts';
 
@@ -24,6 +24,8 @@ const PURGE_EVERY_MS = 3_600_000;
 const PURGE_DAYS_BACK = 7;
 /** How often the owner looks for rows another process (the kobo CLI) changed in its files. */
 const SCAN_EVERY_MS = 1_000;
+/** How often settled changes waiting for the lease to hold again look at it. */
+const LEASE_WAIT_MS = 20;
 
 export interface ControlLogOptions {
   servers: string[];
@@ -32,6 +34,11 @@ export interface ControlLogOptions {
   fence: number;
   /** Float64 [0]: wall-clock ms until which the lease surely holds. */
   lease: SharedArrayBuffer;
+  /** How long past the lease's deadline changes may wait for it to hold again. */
+  holdMs: number;
+  /** This stream's verified and shipped sequence go to slot `tailSlot` of these (owner-child.ts). */
+  tails: SharedArrayBuffer;
+  tailSlot: number;
   idempotencyRetentionMs: number;
   /** The process must stop: called once, then nothing settles any more. */
   onFatal: (message: string) => void;
@@ -70,6 +77,8 @@ export class ControlLog implements ReplicaSink {
   private pumping = false;
   private failed = false;
   private readonly leaseUntil: Float64Array;
+  private readonly tails: ReturnType<typeof tailSlots>;
+  private leaseTimer: NodeJS.Timeout | null = null;
   private readonly purgeTimer: NodeJS.Timeout;
   private scanTimer: NodeJS.Timeout | null = null;
   /** Per row subject, the body last published (what the stream holds). */
@@ -83,6 +92,7 @@ export class ControlLog implements ReplicaSink {
   ) {
     this.lastSeq = options.fence;
     this.leaseUntil = new Float64Array(options.lease);
+    this.tails = tailSlots(options.tails, options.tailSlot);
     this.purgeTimer = setInterval(() => void this.purgePastDays(), PURGE_EVERY_MS);
     this.purgeTimer.unref();
   }
@@ -152,6 +162,17 @@ export class ControlLog implements ReplicaSink {
     return Date.now() < this.leaseUntil[0]!;
   }
 
+  /** The lease lapsed longer ago than the hold allows (the supervisor stops this server at the same bound). */
+  private pastHold(): boolean {
+    return Date.now() >= this.leaseUntil[0]! + this.options.holdMs;
+  }
+
+  private die(message: string): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.options.onFatal(`control rows: ${message}`);
+  }
+
   private async pump(): Promise<void> {
     if (this.pumping || this.failed) return;
     this.pumping = true;
@@ -164,15 +185,23 @@ export class ControlLog implements ReplicaSink {
         this.settle();
       }
     } catch (error) {
-      this.failed = true;
-      this.options.onFatal(`control rows: ${(error as Error).message}`);
+      this.die((error as Error).message);
     } finally {
       this.pumping = false;
     }
   }
 
+  /** Resolves the waiters whose changes are acknowledged, while the lease holds (a lapsed one is waited for, up to the hold). */
   private settle(): void {
-    if (!this.leaseHolds()) throw new Error('the lease may have expired; acknowledging nothing');
+    if (this.waiters.length === 0 || this.failed) return;
+    if (!this.leaseHolds()) {
+      if (this.pastHold()) this.die('the lease lapsed and was not re-established within the hold; acknowledging nothing');
+      else this.leaseTimer ??= setTimeout(() => {
+        this.leaseTimer = null;
+        this.settle();
+      }, LEASE_WAIT_MS);
+      return;
+    }
     while (this.waiters.length > 0 && this.waiters[0]!.n <= this.ackedN) this.waiters.shift()!.resolve();
   }
 
@@ -180,12 +209,13 @@ export class ControlLog implements ReplicaSink {
   private async publish(item: Pending): Promise<void> {
     const msgId = controlMsgIdOf(this.options.epoch, item.n);
     const seq = this.lastSeq + 1;
+    this.tails.shipped(seq);
     for (;;) {
-      if (!this.leaseHolds()) throw new Error(`no PubAck for change ${msgId} before the lease ran out`);
+      if (this.pastHold()) throw new Error(`no PubAck for change ${msgId} within the lease and its hold`);
       try {
         const ack = await this.js.publish(item.subject, item.body, { msgID: msgId, expect: { lastSequence: seq - 1 }, headers: epochHeaders(this.options.epoch, msgId), timeout: PUBLISH_TIMEOUT_MS });
         if (ack.seq !== seq) throw new Error(`change ${msgId} stored at ${ack.seq}, expected ${seq}`);
-        this.lastSeq = seq;
+        this.verified(seq);
         return;
       } catch (error) {
         if (apiErrorCode(error) !== WRONG_LAST_SEQUENCE) {
@@ -198,12 +228,17 @@ export class ControlLog implements ReplicaSink {
         if (last === null || last < seq) continue;
         const stored = await this.jsm.streams.getMessage(CONTROL_STREAM, { seq }).catch(() => null);
         if (stored !== null && stored.header.get('Nats-Msg-Id') === msgId) {
-          this.lastSeq = seq;
+          this.verified(seq);
           return;
         }
         throw new Error(`sequence ${seq} of ${CONTROL_STREAM} holds ${stored?.header.get('Nats-Msg-Id') ?? 'another message'}, not ${msgId} (another node owns the cluster now)`);
       }
     }
+  }
+
+  private verified(seq: number): void {
+    this.lastSeq = seq;
+    this.tails.verified(seq);
   }
 
   /** Drops whole past days of front-idempotency records (each node also sweeps its own table). */
@@ -216,6 +251,7 @@ export class ControlLog implements ReplicaSink {
 
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
+    if (this.leaseTimer !== null) clearTimeout(this.leaseTimer);
     if (this.scanTimer !== null) clearInterval(this.scanTimer);
     await this.nc.close();
   }
@@ -231,7 +267,7 @@ export async function replicateControlRows(
   stores: { control: ControlStore; webhooks: WebhookStore; front: FrontIdempotencyStore },
   options: { idempotencyRetentionMs: number; onFatal: (message: string) => void },
 ): Promise<ControlLog> {
-  const log = await ControlLog.open({ servers: owner.servers, epoch: owner.epoch, fence: owner.controlFence, lease: owner.lease, ...options });
+  const log = await ControlLog.open({ servers: owner.servers, epoch: owner.epoch, fence: owner.controlFence, lease: owner.lease, holdMs: owner.holdMs, tails: owner.tails, tailSlot: owner.fences.length, ...options });
   forgetControlPosition(stores.control.db);
   stores.control.replica = log;
   stores.webhooks.replica = log;

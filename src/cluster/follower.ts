@@ -4,11 +4,11 @@
 // it lets go of the file while `kobo cluster image-copy` images and truncates it (`pause`).
 // Invariant: after `catchUp(target)` the file's log is the stream's rows up to `target`, nothing more.
 import path from 'node:path';
-import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from '@nats-io/jetstream';
+import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
 import { ShardStore } from '../store/shard-store.ts';
 import { shardFile } from '../shard/layout.ts';
 import type { EncodedRow } from '../journal/log-segments.ts';
-import { endConsuming, rowOf, streamOf } from './streams.ts';
+import { consumeRetrying, rowOf, streamOf, type Consuming } from './streams.ts';
 
 /** Rows applied in one sqlite transaction at most. */
 const APPLY_ROWS_MAX = 500;
@@ -31,8 +31,7 @@ export class ShardFollower {
   /** Last stream sequence applied, and the LSN the log reached with it. */
   private seq: number;
   private lsn: number;
-  private messages: ConsumerMessages | null = null;
-  private following: Promise<void> | null = null;
+  private consuming: Consuming | null = null;
   private rows: EncodedRow[] = [];
 
   constructor(
@@ -99,30 +98,24 @@ export class ShardFollower {
     this.file.appendShipped(rows, [[POSITION_META, `${this.seq}:${this.lsn}`]]);
   }
 
-  /** Follows the stream from this copy's position until `stop` (a warm standby). */
+  /**
+   * Follows the stream from this copy's position until `stop` (a warm standby), through the stream's
+   * elections. A row that cannot be applied stops it where it is; a takeover catches it up, or refuses.
+   */
   async follow(): Promise<void> {
-    if (this.closed) return;
-    const consumer = await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 });
-    const messages = await consumer.consume({ max_messages: APPLY_ROWS_MAX });
-    this.messages = messages;
-    this.following = (async () => {
-      for await (const m of messages) {
-        if (this.closed) return;
-        if (m.seq <= this.seq) continue;
-        this.apply(m.seq, rowOf(m.headers, m.data));
-        if (m.info.pending === 0) this.flush();
-      }
-    })().catch((error: unknown) => {
-      // This copy stops where it is; a takeover catches it up from the stream, or refuses.
-      process.stderr.write(`kobo: follower of shard ${this.shard} stopped: ${(error as Error).message}\n`);
+    if (this.closed || this.consuming !== null) return;
+    const open = async () => (await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 })).consume({ max_messages: APPLY_ROWS_MAX });
+    this.consuming = consumeRetrying(`follower of shard ${this.shard}`, open, (m) => {
+      if (this.closed || m.seq <= this.seq) return;
+      this.apply(m.seq, rowOf(m.headers, m.data));
+      if (m.info.pending === 0) this.flush();
     });
   }
 
   /** Stops following; what was received is written. */
   async stop(): Promise<void> {
-    await endConsuming(this.messages, this.following);
-    this.messages = null;
-    this.following = null;
+    await this.consuming?.end();
+    this.consuming = null;
     if (this.rows.length > 0) this.flush();
   }
 

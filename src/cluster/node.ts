@@ -2,10 +2,10 @@
 // the owner lease (JetStream KV: create to claim, update with the revision to renew, a TTL), follows
 // every shard stream into its data dir as a warm standby, and, once it owns, fences each stream with an
 // epoch marker, catches up, and starts the kobo server (owner-child.ts) on that data dir. Main thread.
-// Invariant: the server it starts acknowledges nothing past the lease deadline this node last renewed.
+// Invariant: the server it starts acknowledges nothing past the lease deadline this node last renewed;
+// while that lease has lapsed but may come back (its bucket electing a leader), requests wait, bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Empty } from '@nats-io/transport-node';
-import { jetstream, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { Config } from '../config.ts';
 import type { ClusterConfig } from './cluster-config.ts';
@@ -15,25 +15,29 @@ import { ControlFollower } from './control-follower.ts';
 import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
-import { apiErrorCode, connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, epochHeaders, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from './streams.ts';
-import { OWNER_ENV, type LeaseMessage } from './owner-child.ts';
+import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
+import { ensureStreams, fence } from './fencing.ts';
+import { OWNER_ENV, type LeaseMessage, type TailsAnswer, type TailsQuestion } from './owner-child.ts';
+import { LeaseKeeper, type OwnerValue, type Renewal } from './lease-keeper.ts';
 import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 
-/** The owner stops acknowledging this long before its lease could expire (clock steps, scheduling). */
-const LEASE_MARGIN_MS = 1_000;
 /** How often a node looks at the lease (a follower: to learn the owner, or claim a lapsed lease). */
 const LEASE_POLL_MS = 250;
 /** How long the started server may take to recover and listen. */
 const CHILD_START_MS_MAX = 60_000;
-/** A renewal unanswered this long is sent again at the next poll (a reconnection may have eaten it). */
-const RENEW_TIMEOUT_MS = 1_000;
-/** Attempts at fencing a stream whose tail moves meanwhile (a former owner still publishing). */
-const FENCE_ATTEMPTS_MAX = 20;
+/** The least time requests wait past a lapsed lease's deadline for the owner to re-establish it (else 2 × the TTL). */
+const HOLD_MS_MIN = 10_000;
+/**
+ * After the lease bucket failed to answer a follower (its leader lost), the follower leaves a free lease
+ * to the owner this long, so that an owner that outlived its key's TTL re-creates it first.
+ */
+const CLAIM_GRACE_MS = 2_000;
+/** A status report the bucket has not answered in this long counts as the bucket failing. */
+const BUCKET_SLOW_MS = 1_000;
+/** How long the server may take to tell its tails. */
+const TAILS_TIMEOUT_MS = 1_000;
 
-export interface OwnerValue {
-  node: string;
-  url: string;
-}
+export type { OwnerValue };
 
 type Role = 'follower' | 'taking-over' | 'owner';
 
@@ -52,13 +56,18 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   await ensureControlStream(jsm, cluster.replicas);
   const kv = await patiently(() => new Kvm(nc).create(LEASE_BUCKET, { replicas: cluster.replicas, ttl: cluster.leaseSeconds * 1_000, history: 1 }));
   const leaseMs = cluster.leaseSeconds * 1_000;
+  const holdMs = Math.max(2 * leaseMs, HOLD_MS_MIN);
   const images = await patiently(() => ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas }));
-  const value: OwnerValue = { node: cluster.node, url: cluster.advertiseUrl };
+  const lease = new LeaseKeeper(kv, jsm, { node: cluster.node, url: cluster.advertiseUrl, leaseMs, shards, log });
 
   let role: Role = 'follower';
-  let revision = 0;
-  let leaseUntilMs = 0;
+  /** The revision this node's server was started under: part of its msg ids (a re-created lease keeps it). */
+  let epoch = 0;
   let owner: OwnerValue | null = null;
+  /** When the lease bucket last failed to answer this node (see CLAIM_GRACE_MS). */
+  let bucketFailedAtMs = -Infinity;
+  /** Since when this node's reads have found the lease free (null: it was held at the last read). */
+  let freeSinceMs: number | null = null;
   let child: ChildProcess | null = null;
   let childPort = 0;
   let stopped = false;
@@ -126,16 +135,27 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     }
   };
 
-  const ownsNow = (): boolean => role === 'owner' && childPort > 0 && Date.now() < leaseUntilMs;
+  const serving = (): boolean => role === 'owner' && childPort > 0 && child !== null;
+  const ownsNow = (): boolean => serving() && Date.now() < lease.untilMs;
+  /** The lease lapsed but may come back (renewed, or re-created and proven): requests wait for it. */
+  const holding = (): boolean => serving() && lease.revision > 0 && Date.now() < lease.untilMs + holdMs;
+  let refusing = false;
+  const localRoute = (): Route => {
+    const route = ownsNow() ? { url: `http://127.0.0.1:${childPort}` } : holding() ? 'hold' : null;
+    // An owner that starts answering 503 says why, once.
+    if (role === 'owner' && (route === null) !== refusing) log(`cluster: ${cluster.node} ${route === null ? `refuses requests (lease ${lease.untilMs - Date.now()} ms, revision ${lease.revision}, server ${child === null ? 'gone' : 'up'})` : 'serves again'}`);
+    refusing = role === 'owner' && route === null;
+    return route;
+  };
   const fronts: Fronts = await startFronts({
     host: config.host,
     port: config.port,
     internalHost: cluster.internalHost,
     internalPort: cluster.internalPort,
     secret: cluster.secret,
-    localRoute: (): Route => (ownsNow() ? { url: `http://127.0.0.1:${childPort}` } : null),
+    localRoute,
     publicRoute: (): Route => {
-      if (ownsNow()) return { url: `http://127.0.0.1:${childPort}` };
+      if (role === 'owner') return localRoute();
       if (role === 'follower' && owner !== null && owner.node !== cluster.node) return { url: owner.url, token: cluster.secret };
       return null;
     },
@@ -151,12 +171,33 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const becomeFollower = async (): Promise<void> => {
     role = 'follower';
     childPort = 0;
-    leaseUntilMs = 0;
-    if (!stopping && followers.length === 0) await openFollowers();
+    if (!stopping && followers.length === 0) await openFollowers().catch((error: unknown) => log(`cluster: ${cluster.node} could not follow the streams yet: ${(error as Error).message}`));
   };
 
-  const startChild = async (epoch: number, fences: number[], controlFence: number): Promise<void> => {
-    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(leaseUntilMs), KOBO_SHARDS: String(shards) };
+  let tailsAsked = 0;
+  /** The server's verified and shipped tail of every stream (shards, then kobo-control). */
+  const askTails = (): Promise<TailsAnswer> => {
+    const running = child;
+    if (running === null) return Promise.reject(new Error('no server'));
+    const id = ++tailsAsked;
+    return new Promise<TailsAnswer>((resolve, reject) => {
+      const onMessage = (message: TailsAnswer): void => {
+        if (message.type !== 'tails' || message.id !== id) return;
+        clearTimeout(timer);
+        running.off('message', onMessage);
+        resolve(message);
+      };
+      const timer = setTimeout(() => {
+        running.off('message', onMessage);
+        reject(new Error('the server did not tell its tails in time'));
+      }, TAILS_TIMEOUT_MS);
+      running.on('message', onMessage);
+      running.send({ type: 'tails', id } satisfies TailsQuestion);
+    });
+  };
+
+  const startChild = async (fences: number[], controlFence: number): Promise<void> => {
+    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(lease.untilMs), [OWNER_ENV.holdMs]: String(holdMs), KOBO_SHARDS: String(shards) };
     const started = spawn(process.execPath, [...process.execArgv, process.argv[1]!], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child = started;
     let output = '';
@@ -180,14 +221,15 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     started.once('exit', (code, signal) => {
       if (child === started) child = null;
       log(`cluster: ${cluster.node}'s server exited (${signal ?? code}); following again`);
+      fronts.wake();
       if (stopping) return; // the stop hands the lease back
       // Whatever stopped it (a foreign tail, a fault), this node no longer serves: the lease lapses.
-      revision = 0;
+      lease.forget();
       void becomeFollower();
     });
   };
 
-  const takeOver = async (epoch: number): Promise<void> => {
+  const takeOver = async (): Promise<void> => {
     role = 'taking-over';
     try {
       await endCopyImaging();
@@ -204,55 +246,72 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       controlFollower = null;
       await control.catchUp(controlFence);
       control.close();
-      if (revision === 0) throw new Error('the lease was lost during the takeover');
-      await startChild(epoch, fences, controlFence);
+      if (lease.revision === 0) throw new Error('the lease was lost during the takeover');
+      await startChild(fences, controlFence);
       role = 'owner';
       log(`cluster: ${cluster.node} owns all ${shards} shard(s) (epoch ${epoch}, fences ${fences.join(',')})`);
     } catch (error) {
       log(`cluster: ${cluster.node} could not take over: ${(error as Error).message}`);
-      revision = 0;
+      lease.forget();
       dropChild('takeover failed');
       if (child === null) await becomeFollower();
     }
   };
 
   const renew = async (): Promise<void> => {
-    const sentAt = Date.now();
-    try {
-      revision = await kv.update(OWNER_KEY, JSON.stringify(value), revision, RENEW_TIMEOUT_MS);
-      leaseUntilMs = sentAt + leaseMs - LEASE_MARGIN_MS;
-      child?.send({ type: 'lease', untilMs: leaseUntilMs } satisfies LeaseMessage);
-    } catch (error) {
-      if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) {
-        revision = 0;
-        leaseUntilMs = 0;
-        dropChild('the lease is held by another node');
-        if (child === null && role !== 'taking-over') await becomeFollower();
-      } else if (Date.now() >= leaseUntilMs) {
-        dropChild('the lease could not be renewed in time');
-      }
+    // A serving owner whose key lapsed (its bucket's election outlasted the TTL) may re-create it.
+    const renewal: Renewal = await lease.renew(role === 'owner' && child !== null ? askTails : null);
+    if (renewal.kind === 'renewed') {
+      child?.send({ type: 'lease', untilMs: lease.untilMs } satisfies LeaseMessage);
+      fronts.wake();
+    } else if (renewal.kind === 'lost') {
+      // Another node owns now (or wrote meanwhile): hand back a key this node re-created, stop serving.
+      await lease.handBack();
+      dropChild(renewal.why);
+      if (child === null && role !== 'taking-over') await becomeFollower();
+    } else if (role !== 'owner' ? Date.now() >= lease.untilMs : !holding()) {
+      dropChild(role !== 'owner' ? 'the lease could not be renewed in time' : `the lease could not be re-established within ${holdMs} ms of its deadline`);
     }
   };
 
   const poll = async (): Promise<void> => {
-    if (revision > 0) {
+    if (lease.revision > 0) {
       await renew();
       return;
     }
-    const entry = await kv.get(OWNER_KEY).catch(() => null);
-    const live = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
-    owner = live;
-    if (live !== null || role !== 'follower' || child !== null || stopping) return;
-    const sentAt = Date.now();
-    try {
-      revision = await kv.create(OWNER_KEY, JSON.stringify(value));
-    } catch {
-      return; // another node claimed it first
+    const entry = await kv.get(OWNER_KEY).catch(() => undefined);
+    if (entry === undefined) {
+      // The bucket is electing a leader: the owner known so far still is (it holds requests meanwhile).
+      bucketFailedAtMs = Date.now();
+      return;
     }
-    leaseUntilMs = sentAt + leaseMs - LEASE_MARGIN_MS;
-    owner = value;
+    const live = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
+    if (live !== null) {
+      owner = live;
+      freeSinceMs = null;
+      return;
+    }
+    freeSinceMs ??= Date.now();
+    // A free lease right after the bucket failed may be the owner's, lapsed during the election: it goes
+    // first, and requests go on to it meanwhile (it holds them).
+    const bucketFailedLately = (): boolean => Date.now() - bucketFailedAtMs < CLAIM_GRACE_MS;
+    const claim = bucketFailedLately() || role !== 'follower' || child !== null || stopping ? 'deferred' : await lease.claim();
+    if (claim === 'unavailable') bucketFailedAtMs = Date.now();
+    if (claim !== 'claimed') {
+      // Taken: the next poll reads the new owner. A read answered by a replica can also miss the key for
+      // seconds around a nats-server's loss: the owner is forgotten (503 during a move) only once the key
+      // has been free for a whole TTL with the bucket answering (a dead owner's forwards fail anyway).
+      if (owner !== null && Date.now() - freeSinceMs >= leaseMs && !bucketFailedLately()) {
+        log(`cluster: ${cluster.node} forgets owner ${owner.node}: the lease has been free for ${Date.now() - freeSinceMs} ms (${claim})`);
+        owner = null;
+      }
+      return;
+    }
+    freeSinceMs = null;
+    epoch = lease.revision;
+    owner = lease.value;
     // Not awaited: the polls go on renewing the lease while the copy catches up and the server recovers.
-    void takeOver(revision);
+    void takeOver();
   };
 
   await openFollowers();
@@ -272,7 +331,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
     if (imaging || role !== 'owner' || stopping) return;
     imaging = true;
-    void images.publish(revision).then(
+    void images.publish(epoch).then(
       (written) => {
         if (!written) log(`cluster: image not written (the streams did not hold its rows yet)`);
       },
@@ -280,8 +339,10 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     ).finally(() => (imaging = false));
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
-    const status = { node: cluster.node, role, epoch: revision, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), control: controlFollower?.position ?? null, atMs: Date.now() };
-    void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => {});
+    const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), control: controlFollower?.position ?? null, atMs: Date.now() };
+    // A report the bucket leaves unanswered for long is the sign of an election (see CLAIM_GRACE_MS).
+    const slow = setTimeout(() => (bucketFailedAtMs = Date.now()), BUCKET_SLOW_MS);
+    void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now())).finally(() => clearTimeout(slow));
   }, 1_000);
 
   log(`listening on http://${config.host}:${fronts.publicPort} (cluster node ${cluster.node}, internal ${cluster.internalHost}:${fronts.internalPort}, ${shards} shard(s), data ${config.dataDir})`);
@@ -306,42 +367,12 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       await endCopyImaging();
       while (polling) await new Promise((resolve) => setTimeout(resolve, 10));
       // Handing the lease back lets another node take over without waiting for its TTL.
-      if (revision > 0) await kv.delete(OWNER_KEY, { previousSeq: revision }).catch(() => {});
+      await lease.handBack();
       fronts.close();
       await closeFollowers();
       await nc.drain();
     },
   };
-}
-
-async function ensureStreams(jsm: JetStreamManager, shards: number, replicas: number): Promise<void> {
-  for (let shard = 0; shard < shards; shard += 1) {
-    const exists = await jsm.streams.info(streamOf(shard)).then(() => true, () => false);
-    if (!exists) {
-      await patiently(() => jsm.streams.add({ name: streamOf(shard), subjects: [subjectOf(shard)], num_replicas: replicas, storage: StorageType.File, duplicate_window: 120 * 1_000_000_000 }).catch(async (error: unknown) => {
-        // Another node created it meanwhile.
-        if (!(await jsm.streams.info(streamOf(shard)).then(() => true, () => false))) throw error;
-      }));
-    }
-  }
-}
-
-/**
- * Appends this epoch's marker fenced on the stream's tail: from then on a former owner's publish is
- * refused (10071). Returns the marker's sequence.
- */
-async function fence(js: JetStreamClient, jsm: JetStreamManager, stream: string, subject: string, msgId: string, epoch: number): Promise<number> {
-  for (let attempt = 1; ; attempt += 1) {
-    const last = (await jsm.streams.info(stream)).state.last_seq;
-    try {
-      return (await js.publish(subject, Empty, { msgID: msgId, expect: { lastSequence: last }, headers: epochHeaders(epoch, msgId), timeout: 5_000 })).seq;
-    } catch (error) {
-      if (attempt >= FENCE_ATTEMPTS_MAX) throw error;
-      const stored = await jsm.streams.getMessage(stream, { seq: last + 1 }).catch(() => null);
-      if (stored !== null && stored.header.get('Nats-Msg-Id') === msgId) return last + 1;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 export type { KV };

@@ -4,7 +4,7 @@
 // Invariant: a row message carries the row exactly (numbering, checksum, body); an epoch marker carries no row.
 import { createHash } from 'node:crypto';
 import { connect, headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { EncodedRow } from '../journal/log-segments.ts';
 
 export const LEASE_BUCKET = 'kobo-leases';
@@ -118,10 +118,56 @@ export async function patiently<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Stops an ordered consumer's messages and waits for the loop that applied them to end (a follower's stop). */
-export async function endConsuming(messages: { close(): Promise<void | Error> } | null, following: Promise<void> | null): Promise<void> {
-  await messages?.close();
-  await following?.catch(() => {});
+/** Pause before a follower opens its consumer again after a failure (an election, a lost connection). */
+const CONSUME_RETRY_MS = 500;
+
+/** A follower's consuming, as `consumeRetrying` returns it. */
+export interface Consuming {
+  /** Stops consuming and waits for the message loop to end (at most one pending open). */
+  end: () => Promise<void>;
+}
+
+/**
+ * Consumes a stream through the consumer `open` makes (from the follower's current position), and makes
+ * it again when opening or consuming fails, e.g. while the stream elects a leader after a nats-server's
+ * loss: a follower must not stop or crash over that. An error thrown by `each` (the data cannot be
+ * applied) ends the consuming for good, with `label` and the reason on stderr.
+ */
+export function consumeRetrying(label: string, open: () => Promise<AsyncIterable<JsMsg> & { close(): Promise<void | Error> }>, each: (m: JsMsg) => void): Consuming {
+  let ended = false;
+  let messages: { close(): Promise<void | Error> } | null = null;
+  let wake: (() => void) | null = null;
+  const loop = (async () => {
+    while (!ended) {
+      try {
+        const opened = await open();
+        messages = opened;
+        if (ended) break;
+        for await (const m of opened) {
+          if (ended) break;
+          try {
+            each(m);
+          } catch (error) {
+            process.stderr.write(`kobo: ${label} stopped: ${(error as Error).message}\n`);
+            ended = true;
+          }
+        }
+      } catch (error) {
+        if (!ended) process.stderr.write(`kobo: ${label}: ${(error as Error).message}; consuming again in ${CONSUME_RETRY_MS} ms\n`);
+      }
+      await messages?.close();
+      messages = null;
+      if (!ended) await new Promise<void>((resolve) => (wake = resolve, setTimeout(resolve, CONSUME_RETRY_MS)));
+    }
+  })();
+  return {
+    end: async () => {
+      ended = true;
+      wake?.();
+      await messages?.close();
+      await loop;
+    },
+  };
 }
 
 /** A JetStream API error's code (10071: wrong last sequence), or null. */

@@ -2,17 +2,20 @@
 // the shard's JetStream stream (one message per row, msg id <shard>:<epoch>:<batch>), fenced on the
 // expected last sequence so rows are pipelined. Runs in the shard worker of the owning node.
 // Invariant: `sync` calls back only when the local fsync AND the PubAck of every row shipped before
-// the call have come, and the owner's lease cannot have expired; a foreign tail stops the shard.
+// the call have come, and the owner's lease holds (it waits for a lapsed one, bounded); a foreign tail stops the shard.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { SqliteJournal, type EncodedRow, type Journal, type JournalPosition } from './journal.ts';
 import type { WalRow } from '../store/shard-store.ts';
 import { apiErrorCode, connectJetStream, msgIdOf, rowHeaders, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from '../cluster/streams.ts';
+import { tailSlots } from '../cluster/owner-child.ts';
 
 /** How long one publish waits for its PubAck before it is sent again with the same msg id. */
 const PUBLISH_TIMEOUT_MS = 2_000;
 /** Pause before a publish that failed without an answer (no responders during an election) is sent again. */
 const PUBLISH_RETRY_MS = 100;
+/** How often a sync whose replies wait for the lease to hold again looks at it. */
+const LEASE_WAIT_MS = 20;
 
 /** What a shard worker of the owning node needs to replicate its log. */
 export interface ShardClusterData {
@@ -23,6 +26,10 @@ export interface ShardClusterData {
   fence: number;
   /** [0]: the wall-clock ms until which the lease surely holds (written by the node's main thread). */
   lease: SharedArrayBuffer;
+  /** How long past the lease's deadline rows and replies may wait for it to hold again before the shard gives up. */
+  holdMs: number;
+  /** The owner's verified and shipped sequence of each stream (owner-child.ts, `tailSlots`). */
+  tails: SharedArrayBuffer;
 }
 
 interface Shipped {
@@ -47,6 +54,7 @@ export class JetStreamJournal implements Journal {
   private readonly waiters: Array<{ seq: number; done: (error: Error | null) => void }> = [];
   private failure: Error | null = null;
   private readonly leaseUntil: Float64Array;
+  private readonly tails: ReturnType<typeof tailSlots>;
 
   constructor(
     private readonly local: SqliteJournal,
@@ -56,6 +64,7 @@ export class JetStreamJournal implements Journal {
     this.nextSeq = cluster.fence + 1;
     this.ackedThrough = cluster.fence;
     this.leaseUntil = new Float64Array(cluster.lease);
+    this.tails = tailSlots(cluster.tails, shard);
     local.store.onRow = (row) => void this.append(row);
     void connectJetStream(cluster.servers, `kobo-shard-${shard}`).then(
       ({ nc, jsm }) => {
@@ -72,6 +81,7 @@ export class JetStreamJournal implements Journal {
   append(row: EncodedRow): JournalPosition {
     const seq = this.nextSeq;
     this.nextSeq += 1;
+    this.tails.shipped(seq);
     this.shipped.set(seq, { row, msgId: msgIdOf(this.shard, this.cluster.epoch, row.batch), acked: false, attempt: 0 });
     if (this.js === null) this.early.push(seq);
     else this.send(seq);
@@ -81,6 +91,14 @@ export class JetStreamJournal implements Journal {
 
   private leaseHolds(): boolean {
     return Date.now() < this.leaseUntil[0]!;
+  }
+
+  /**
+   * The lease lapsed longer ago than the hold allows: the node could not re-establish it (its
+   * supervisor stops this server at the same bound; this is the shard's own guard).
+   */
+  private pastHold(): boolean {
+    return Date.now() >= this.leaseUntil[0]! + this.cluster.holdMs;
   }
 
   private send(seq: number): void {
@@ -110,9 +128,10 @@ export class JetStreamJournal implements Journal {
   }
 
   private retry(seq: number, error: unknown): void {
-    // Past the lease nothing may be acknowledged anyway; until then an election or a slow server is waited out.
-    if (!this.leaseHolds()) {
-      this.fail(new Error(`shard ${this.shard}: no PubAck for row at ${seq} before the lease ran out`, { cause: error }));
+    // An election or a slow server is waited out, through a lapse of the lease too (nothing is
+    // acknowledged meanwhile), up to the hold.
+    if (this.pastHold()) {
+      this.fail(new Error(`shard ${this.shard}: no PubAck for row at ${seq} within the lease and its hold`, { cause: error }));
       return;
     }
     setTimeout(() => this.send(seq), PUBLISH_RETRY_MS).unref();
@@ -147,6 +166,7 @@ export class JetStreamJournal implements Journal {
       this.shipped.delete(this.ackedThrough + 1);
       this.ackedThrough += 1;
     }
+    this.tails.verified(this.ackedThrough);
     this.settle();
   }
 
@@ -172,13 +192,22 @@ export class JetStreamJournal implements Journal {
       failed ??= error;
       parts -= 1;
       if (parts > 0) return;
-      // The reply leaves only while no other node can have taken the shard over.
-      if (failed === null && !this.leaseHolds()) failed = new Error(`shard ${this.shard}: the lease may have expired; acknowledging nothing`);
-      done(failed);
+      if (failed !== null) done(failed);
+      else this.whenLeaseHolds(() => done(null), done);
     };
     this.local.sync(part);
     this.waiters.push({ seq, done: part });
     this.settle();
+  }
+
+  /**
+   * The replies leave only while no other node can have taken the shard over: while the lease has
+   * lapsed (its bucket electing a leader, say) they wait for the node to renew or re-establish it.
+   */
+  private whenLeaseHolds(then: () => void, fail: (error: Error) => void): void {
+    if (this.leaseHolds()) then();
+    else if (this.pastHold()) fail(new Error(`shard ${this.shard}: the lease lapsed and was not re-established within the hold; acknowledging nothing`));
+    else setTimeout(() => this.whenLeaseHolds(then, fail), LEASE_WAIT_MS).unref();
   }
 
   readAfter(position: JournalPosition | null): Iterable<WalRow> {

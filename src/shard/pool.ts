@@ -154,7 +154,7 @@ export class ShardPool {
         connectors: this.options.connectors ?? [],
         requeryAfterMs: this.options.requeryAfterMs ?? 300_000,
         crashAt: this.options.crashAt ?? '',
-        ...(this.options.cluster === undefined ? {} : { cluster: { servers: this.options.cluster.servers, epoch: this.options.cluster.epoch, fence: this.options.cluster.fences[shard] ?? 0, lease: this.options.cluster.lease } }),
+        ...(this.options.cluster === undefined ? {} : { cluster: { servers: this.options.cluster.servers, epoch: this.options.cluster.epoch, fence: this.options.cluster.fences[shard] ?? 0, lease: this.options.cluster.lease, holdMs: this.options.cluster.holdMs, tails: this.options.cluster.tails } }),
       };
       const worker: ShardHandle = this.options.inline === true ? new InlineShard(workerData) : new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);

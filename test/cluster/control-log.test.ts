@@ -52,8 +52,8 @@ function lease(untilMs: number): SharedArrayBuffer {
   return buffer;
 }
 
-async function ownerLog(epoch: number, fence: number, untilMs = Date.now() + 600_000, fatal: string[] = []): Promise<ControlLog> {
-  const log = await ControlLog.open({ servers: nats.urls, epoch, fence, lease: lease(untilMs), idempotencyRetentionMs: 86_400_000, onFatal: (m) => fatal.push(m) });
+async function ownerLog(epoch: number, fence: number, untilMs = Date.now() + 600_000, fatal: string[] = [], leaseBuffer = lease(untilMs), holdMs = 0): Promise<ControlLog> {
+  const log = await ControlLog.open({ servers: nats.urls, epoch, fence, lease: leaseBuffer, holdMs, tails: new SharedArrayBuffer(16), tailSlot: 0, idempotencyRetentionMs: 86_400_000, onFatal: (m) => fatal.push(m) });
   open.push(log);
   return log;
 }
@@ -139,7 +139,7 @@ test('ControlFollower: a former owner\'s copy (no position, a key the stream nev
   assert.equal(former.control.findBySecret('sk_test_in_the_stream')?.account, 'acme');
 });
 
-test('ControlLog: another owner fenced the stream → the next change is fatal and never settles; a lapsed lease → fatal too', { skip, timeout: 60_000 }, async () => {
+test('ControlLog: another owner fenced the stream → the next change is fatal and never settles; a lease lapsed past its hold → fatal too; lapsed within it → the change waits and settles once the lease holds again', { skip, timeout: 60_000 }, async () => {
   await ensureControlStream(jsm, 3);
   const fatal: string[] = [];
   const stale = await ownerLog(3, await marker(3), Date.now() + 600_000, fatal);
@@ -157,5 +157,17 @@ test('ControlLog: another owner fenced the stream → the next change is fatal a
   t.control.replica = late;
   t.control.setClockOffset('test:acme', 2_000);
   assert.equal(await notYet(late.settled(), 1_000), true);
-  assert.match(lapsed[0] ?? '', /lease ran out/);
+  assert.match(lapsed[0] ?? '', /within the lease and its hold/);
+
+  // Lapsed within its hold: the change waits, and settles once the lease holds again.
+  const held: string[] = [];
+  const buffer = lease(Date.now() - 1);
+  const waiting = await ownerLog(6, await marker(6), 0, held, buffer, 30_000);
+  const u = stores(tempDataDir('control-held'));
+  u.control.replica = waiting;
+  u.control.setClockOffset('test:acme', 3_000);
+  assert.equal(await notYet(waiting.settled(), 1_000), true, 'nothing settles while the lease has lapsed');
+  new Float64Array(buffer)[0] = Date.now() + 60_000;
+  assert.equal(await notYet(waiting.settled(), 3_000), false, 'settled once the lease holds again');
+  assert.deepEqual(held, []);
 });

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
+import { fixture, load, processGone, replayAll, type Acked } from '../helpers/cluster-load.ts';
 import { CLUSTER_SECRET, withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
@@ -16,117 +17,6 @@ const skip = available ? false : 'nats-server is not installed (apt-get install 
 /** withCluster with this file's keys. */
 function inCluster(run: (cluster: KoboCluster) => Promise<void>, options: { size?: number; env?: Record<string, string> } = {}): Promise<void> {
   return withCluster({ keys, ...options }, run);
-}
-
-type Api = ReturnType<typeof client>;
-
-interface Acked {
-  path: string;
-  idempotencyKey: string;
-  body: unknown;
-  status: number;
-  reply: unknown;
-}
-
-interface Fixture {
-  sender: { id: string };
-  beneficiary: string;
-  payers: string[];
-}
-
-async function customer(api: Api): Promise<{ id: string }> {
-  const r = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Node', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  return r.body.data;
-}
-
-async function fixture(api: Api): Promise<Fixture> {
-  const sender = await customer(api);
-  // tier_3 and NGN 5,000,000.00: a fast machine's load never runs the sender dry or past its daily limit.
-  assert.equal((await api('PATCH', `/v1/customers/${sender.id}`, { body: { tier: 'tier_3' } })).status, 200);
-  const p = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: sender.id, amount_minor: 500_000_000, currency: 'NGN', method: 'bank_transfer' } });
-  assert.equal(p.status, 201, JSON.stringify(p.body));
-  assert.equal((await api('POST', `/v1/test_helpers/payments/${p.body.data.id}/settle`)).status, 200);
-  const receiver = await customer(api);
-  const walletId = (await api('GET', `/v1/customers/${receiver.id}`)).body.data.wallets[0].id;
-  const b = await api('POST', '/v1/beneficiaries', { idempotencyKey: idem(), body: { customer_id: sender.id, type: 'wallet', account_number: walletId, currency: 'NGN' } });
-  assert.equal(b.status, 201, JSON.stringify(b.body));
-  const payers = [await customer(api), await customer(api)].map((c) => c.id);
-  return { sender, beneficiary: b.body.data.id, payers };
-}
-
-/** The i-th request of the mix: a payment, a wallet transfer, or a service order paid from the wallet. */
-function requestOf(f: Fixture, i: number): { path: string; body: unknown } {
-  switch (i % 3) {
-    case 0:
-      return { path: '/v1/payments', body: { customer_id: f.payers[i % 2], amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' } };
-    case 1:
-      return { path: '/v1/transfers', body: { customer_id: f.sender.id, beneficiary_id: f.beneficiary, amount_minor: 100, currency: 'NGN' } };
-    default:
-      return { path: '/v1/services/orders', body: { customer_id: f.sender.id, country_code: 'NG', service_code: 'airtime', provider_cost_minor: 10_000, currency: 'NGN', payment_method: 'wallet', phone: '+2348031234567' } };
-  }
-}
-
-/** Concurrent writers through the nodes `via` until `running()` is false; every 2xx is recorded. */
-async function load(apis: () => Api[], f: Fixture, running: () => boolean, acked: Acked[], errors: string[], writers = 6): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: writers }, async () => {
-      while (running()) {
-        const i = next++;
-        const list = apis();
-        const api = list[i % list.length]!;
-        const { path, body } = requestOf(f, i);
-        const idempotencyKey = idem();
-        try {
-          const r = await api('POST', path, { idempotencyKey, body });
-          if (r.status >= 200 && r.status < 300) acked.push({ path, idempotencyKey, body, status: r.status, reply: r.body });
-          else errors.push(`${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
-        } catch (error) {
-          errors.push(`fetch: ${(error as Error).message}`);
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
-    }),
-  );
-}
-
-/** How long a replay may keep meeting 503 UNAVAILABLE (ownership being re-established) before it fails. */
-const REPLAY_UNAVAILABLE_MS = 20_000;
-
-/**
- * Every acknowledged request, replayed with its key through `api`: the same status and body. A 503 is
- * the API's "retry shortly" while a node re-establishes ownership (after a nats-server's loss the owner
- * can outlive its lease deadline during the stream's election and restart its server): it is retried as
- * a client would, bounded, and printed, since what is asserted here is that nothing acknowledged is lost.
- */
-async function replayAll(api: Api, acked: readonly Acked[]): Promise<void> {
-  let unavailable = 0;
-  const deadline = Date.now() + REPLAY_UNAVAILABLE_MS;
-  for (let i = 0; i < acked.length; i += 8) {
-    await Promise.all(
-      acked.slice(i, i + 8).map(async (a) => {
-        let again = await api('POST', a.path, { idempotencyKey: a.idempotencyKey, body: a.body });
-        while (again.status === 503 && Date.now() < deadline) {
-          unavailable += 1;
-          await new Promise((resolve) => setTimeout(resolve, 250));
-          again = await api('POST', a.path, { idempotencyKey: a.idempotencyKey, body: a.body });
-        }
-        assert.equal(again.status, a.status, `replay of ${a.path} ${a.idempotencyKey}: ${JSON.stringify(again.body)}`);
-        assert.deepEqual(again.body, a.reply, `replay of ${a.path} ${a.idempotencyKey}`);
-      }),
-    );
-  }
-  if (unavailable > 0) process.stdout.write(`# replays answered 503 and retried: ${unavailable}\n`);
-}
-
-function processGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch {
-    return true;
-  }
 }
 
 test('cluster: kill -9 of the owning node under load → every acknowledged request replays the same on the new owner, verify clean, writes again within 15 s', { skip, timeout: 180_000 }, () =>
