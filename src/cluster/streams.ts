@@ -178,3 +178,5 @@ export function apiErrorCode(error: unknown): number | null {
 }
 
 export const WRONG_LAST_SEQUENCE = 10071;
+/** The stream's last message does not carry the msg id the publish expected (Nats-Expected-Last-Msg-Id). */
+export const WRONG_LAST_MSG_ID = 10070;

@@ -1,13 +1,14 @@
 // The clustered journal: each group-commit row the shard's SQLite file commits is also published to
 // the shard's JetStream stream (one message per row, msg id <shard>:<epoch>:<batch>), fenced on the
-// expected last sequence so rows are pipelined. Runs in the shard worker of the owning node.
+// expected last sequence and the previous row's msg id, so rows are pipelined. Runs in the shard worker
+// of the owning node.
 // Invariant: `sync` calls back only when the local fsync AND the PubAck of every row shipped before
 // the call have come, and the owner's lease holds (it waits for a lapsed one, bounded); a foreign tail stops the shard.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { SqliteJournal, type EncodedRow, type Journal, type JournalPosition } from './journal.ts';
 import type { WalRow } from '../store/shard-store.ts';
-import { apiErrorCode, connectJetStream, msgIdOf, rowHeaders, streamOf, subjectOf, WRONG_LAST_SEQUENCE } from '../cluster/streams.ts';
+import { apiErrorCode, connectJetStream, msgIdOf, rowHeaders, streamOf, subjectOf, WRONG_LAST_MSG_ID, WRONG_LAST_SEQUENCE } from '../cluster/streams.ts';
 import { tailSlots } from '../cluster/owner-child.ts';
 
 /** How long one publish waits for its PubAck before it is sent again with the same msg id. */
@@ -35,6 +36,13 @@ export interface ShardClusterData {
 interface Shipped {
   row: EncodedRow;
   msgId: string;
+  /**
+   * The msg id of the row shipped just before this one (null for the first after the fence). A row is
+   * fenced on it as well as on the sequence: with rows pipelined, a new owner's epoch marker can take
+   * the place of an earlier row still in flight, and a later row, expecting only the sequence after
+   * that place, would then land after the marker (a deposed owner's row inside the new owner's log).
+   */
+  previousMsgId: string | null;
   acked: boolean;
   /** Sends so far (an answer to an earlier one is ignored). */
   attempt: number;
@@ -49,6 +57,8 @@ export class JetStreamJournal implements Journal {
   /** Every row up to this sequence is acknowledged by the stream. */
   private ackedThrough: number;
   private readonly shipped = new Map<number, Shipped>();
+  /** The msg id of the last row shipped (null: none since the fence). */
+  private lastMsgId: string | null = null;
   /** Rows shipped before the connection was up, sent in order once it is. */
   private readonly early: number[] = [];
   private readonly waiters: Array<{ seq: number; done: (error: Error | null) => void }> = [];
@@ -82,7 +92,9 @@ export class JetStreamJournal implements Journal {
     const seq = this.nextSeq;
     this.nextSeq += 1;
     this.tails.shipped(seq);
-    this.shipped.set(seq, { row, msgId: msgIdOf(this.shard, this.cluster.epoch, row.batch), acked: false, attempt: 0 });
+    const msgId = msgIdOf(this.shard, this.cluster.epoch, row.batch);
+    this.shipped.set(seq, { row, msgId, previousMsgId: this.lastMsgId, acked: false, attempt: 0 });
+    this.lastMsgId = msgId;
     if (this.js === null) this.early.push(seq);
     else this.send(seq);
     // Positions are the local copy's (the same LSNs every copy of the log has).
@@ -111,7 +123,8 @@ export class JetStreamJournal implements Journal {
       if (entry.attempt === attempt && !entry.acked) this.retry(seq, new Error('no PubAck in time'));
     }, PUBLISH_TIMEOUT_MS + PUBLISH_RETRY_MS);
     watchdog.unref();
-    this.js!.publish(subjectOf(this.shard), entry.row.body, { msgID: entry.msgId, expect: { lastSequence: seq - 1 }, headers: rowHeaders(entry.row, entry.msgId), timeout: PUBLISH_TIMEOUT_MS }).then(
+    const expect = entry.previousMsgId === null ? { lastSequence: seq - 1 } : { lastSequence: seq - 1, lastMsgID: entry.previousMsgId };
+    this.js!.publish(subjectOf(this.shard), entry.row.body, { msgID: entry.msgId, expect, headers: rowHeaders(entry.row, entry.msgId), timeout: PUBLISH_TIMEOUT_MS }).then(
       (ack) => {
         clearTimeout(watchdog);
         if (ack.seq !== seq) this.fail(new Error(`shard ${this.shard}: row ${entry.msgId} stored at ${ack.seq}, expected ${seq}`));
@@ -121,7 +134,8 @@ export class JetStreamJournal implements Journal {
         clearTimeout(watchdog);
         // A later attempt is under way (the watchdog sent it): this answer is stale.
         if (entry.attempt !== attempt || entry.acked) return;
-        if (apiErrorCode(error) === WRONG_LAST_SEQUENCE) void this.checkTail(seq, entry);
+        const code = apiErrorCode(error);
+        if (code === WRONG_LAST_SEQUENCE || code === WRONG_LAST_MSG_ID) void this.checkTail(seq, entry);
         else this.retry(seq, error);
       },
     );
@@ -138,9 +152,10 @@ export class JetStreamJournal implements Journal {
   }
 
   /**
-   * 10071: the stream's last sequence is not seq - 1. Either our message is already stored there (a
-   * re-send after a lost PubAck: 2.9.10 answers 10071, not "duplicate"), or an earlier row of ours is
-   * not stored yet (it is being re-sent), or another owner appended: this node has lost the shard.
+   * 10071 or 10070: the stream's last message is not the row before this one (sequence seq - 1 and its
+   * msg id). Either our message is already stored there (a re-send after a lost PubAck: 2.9.10 answers
+   * 10071, not "duplicate"), or an earlier row of ours is not stored yet (it is being re-sent), or
+   * another owner appended: this node has lost the shard.
    */
   private async checkTail(seq: number, entry: Shipped): Promise<void> {
     try {

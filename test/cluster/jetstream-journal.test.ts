@@ -102,6 +102,31 @@ test('JetStreamJournal: another owner appended at our sequence → the sync fail
   store.close();
 });
 
+test('JetStreamJournal: a new owner\'s marker takes the place of the first of two pipelined rows → the second is refused too (fenced on the first\'s msg id), the stream holds only the marker', { skip, timeout: 60_000 }, async () => {
+  const { store, journal, shard: s } = await setup(Date.now() + 60_000);
+  // The marker lands at sequence 1 while both rows are still to be sent: row 1 expects sequence 0 and is
+  // refused; row 2 expects sequence 1, which the marker now is, and would land after it on a sequence
+  // fence alone.
+  const id = msgIdOf(s, 8, 0);
+  await jetstream(nc).publish(subjectOf(s), new Uint8Array(0), { msgID: id, headers: epochHeaders(8, id), expect: { lastSequence: 0 } });
+  try {
+    store.appendBatch([{ partition: 0, body: '[{"t":"stale","i":1}]' }]);
+    store.appendBatch([{ partition: 0, body: '[{"t":"stale","i":2}]' }]);
+    const error = await synced(journal);
+    assert.ok(error !== null);
+    assert.match(error.message, /another node owns/);
+    // Give a wrongly accepted second row time to show.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const info = await jsm.streams.info(streamOf(s));
+    assert.equal(info.state.messages, 1, 'no stale row landed after the marker');
+    assert.equal((await jsm.streams.getMessage(streamOf(s), { seq: info.state.last_seq }))!.header.get('Nats-Msg-Id'), id);
+  } finally {
+    // Closed on failure too: an open journal keeps its connection, and the test file would never end.
+    await journal.close();
+    store.close();
+  }
+});
+
 test('JetStreamJournal: the lease lapsed, within its hold → the sync waits, and answers once the lease holds again; the verified and shipped tails are the row\'s sequence', { skip, timeout: 60_000 }, async () => {
   const { store, journal, shard: s, lease, tails } = await setup(Date.now() - 1, async () => {}, 30_000);
   store.appendBatch([{ partition: 0, body: '[{"t":"x"}]' }]);
