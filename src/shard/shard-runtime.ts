@@ -29,7 +29,8 @@ import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl, walletJson } from './views.ts';
 import { walletOf } from './state.ts';
-import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS, LIST_PENDING_ROWS_MAX, ROWS_PENDING_MAX, type DerivedPart } from '../store/derived-rows.ts';
+import { DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
+import { derivedWrites } from './derived-writes.ts';
 import { answerList } from './list-pages.ts';
 import { rebuildListIndex } from './list-rebuild.ts';
 import { startSweeps } from './sweeps.ts';
@@ -251,7 +252,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       crashAt('log.appended');
       gate.committedOne();
     }
-    if (derivedOverBound(1)) scheduleDerivedWrite();
+    derived.afterBatch();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
     recordsSinceSnapshot += records.length;
@@ -279,40 +280,17 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     return updates;
   }
 
-  let derivedWriteScheduled = false;
-  /** Which part of the waiting rows is past `share` of its bound (null: none), the list rows first. */
-  function derivedOverBound(share: number): DerivedPart | null {
-    if (store.listPending > LIST_PENDING_ROWS_MAX * share) return 'lists';
-    if (store.otherPending > ROWS_PENDING_MAX * share) return 'rows';
-    return store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX * share ? 'all' : null;
-  }
-
-  /**
-   * Writes waiting derived rows in turns of their own, a slice of one part each, until at most half of
-   * every bound waits: request batches interleave (a single write of 20,000 rows held the shard ~100 ms;
-   * p99 at 64 connections was 118 ms with slices of 2,000 rows, 70 ms with 500).
-   */
-  function scheduleDerivedWrite(): void {
-    if (derivedWriteScheduled) return;
-    derivedWriteScheduled = true;
-    setImmediate(() => {
-      derivedWriteScheduled = false;
-      if (closed) return;
-      const part = derivedOverBound(0.5);
-      if (part === null) return;
-      writeDerived(DERIVED_SLICE_ROWS, part);
-      if (derivedOverBound(0.5) !== null) scheduleDerivedWrite();
-    });
-  }
-
   /** Writes waiting derived rows (all of them by default); the keys expiry freed go out once that write is durable. */
-  function writeDerived(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all'): void {
-    const { freed, wrote } = store.writeDerived(rowsMax, part);
-    if (!wrote) return;
-    crashAt('derived.written');
-    gate.committedOne();
-    if (freed.length > 0) gate.afterCommits({ replies: [], outbox: [], freed, effects: [] });
-  }
+  const derived = derivedWrites({
+    store,
+    isClosed: () => closed,
+    wrote: (freed) => {
+      crashAt('derived.written');
+      gate.committedOne();
+      if (freed.length > 0) gate.afterCommits({ replies: [], outbox: [], freed, effects: [] });
+    },
+  });
+  const writeDerived = derived.write;
 
   function scheduleFlush(): void {
     if (flushScheduled) return;
