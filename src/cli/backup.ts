@@ -152,7 +152,11 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
     const store = cut?.[shard] ?? new ShardStore(path.join(dataDir, shardFile(shard)), { readonly: false });
     let held: DerivedBatch = { cold: [], idem: [], due: [] };
     try {
-      const recovered = recoverShard(store, { partitions: partitionsOf(shard, layout.shards), readonly: true });
+      // Offline, the replay writes the rows it derives into the shard file, as a server's start does: the
+      // images written below make the next start replay only after them, so rows of the records before
+      // them that a killed server still held in memory would otherwise be in no file at all. Online, the
+      // server owns the file: the replay keeps them in memory and the backup takes them from there.
+      const recovered = recoverShard(store, { partitions: partitionsOf(shard, layout.shards), readonly: online });
       for (const [partition, state] of recovered.states) {
         const body = compressImageSync(encodePartition(state));
         const row = snapshotRow({ partition, lsn: recovered.lastLsn, takenAtMs: Date.now(), body });
