@@ -50,11 +50,11 @@ test('offline snapshot after kill -9 → the restarted server reads, replays and
     const listed = new Set<string>();
     let cursor: string | null = null;
     for (let page = 0; page < 10; page += 1) {
-      const list = await after('GET', `/v1/payments?limit=100${cursor === null ? '' : `&starting_after=${cursor}`}`);
+      const list: { status: number; body: { data: Array<{ id: string }>; has_more: boolean } } = await after('GET', `/v1/payments?limit=100${cursor === null ? '' : `&starting_after=${cursor}`}`);
       assert.equal(list.status, 200);
-      for (const p of list.body.data as Array<{ id: string }>) listed.add(p.id);
-      if (list.body.has_more !== true) break;
-      cursor = (list.body.data as Array<{ id: string }>).at(-1)!.id;
+      for (const p of list.body.data) listed.add(p.id);
+      if (!list.body.has_more) break;
+      cursor = list.body.data.at(-1)!.id;
     }
     for (const payment of sent) assert.ok(listed.has(payment.id), `payment ${payment.id} is listed after the offline snapshot`);
     const verify = kobo(dataDir, 'verify');
