@@ -112,7 +112,7 @@ export function restoreListRows(store: ShardStore, backup: Database.Database, sh
   let rows: ListChange[] = [];
   let lines: EntryChange[] = [];
   const flush = (): void => {
-    store.db.transaction(() => lists.apply(rows, lines))();
+    store.writeListsNow(rows, lines);
     events += rows.length;
     entries += lines.length;
     rows = [];

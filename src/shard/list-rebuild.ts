@@ -25,7 +25,7 @@ export function rebuildListIndex(store: ShardStore, states: ReadonlyMap<number, 
   let batch: ListChange[] = [];
   let written = 0;
   const flush = (): void => {
-    store.db.transaction(() => lists.apply(batch, []))();
+    store.writeListsNow(batch, []);
     written += batch.length;
     batch = [];
   };

@@ -197,6 +197,11 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   const journal = openJournal(new SqliteJournal(store), data.shard, data.cluster);
   const gate = new DurableGate<Outputs>((done) => journal.sync(done), release, (seconds) => metrics.sync(seconds));
 
+  /** Commits the list file and fsyncs it; a failed fsync stops the shard like any failed write. */
+  function listsDurable(): Promise<void> {
+    return new Promise((resolve, reject) => store.listsDurable((error) => (error === null ? resolve() : reject(error))));
+  }
+
   /** Resolves once every commit made so far is durable (snapshots answer only then). */
   function allDurable(): Promise<void> {
     return new Promise((resolve) => gate.afterCommits({ replies: [], outbox: [], freed: [], effects: [], done: resolve }));
@@ -332,7 +337,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         lsn = store.lsnNext - 1;
         writeDerived();
         const json = encodePartition(state);
-        const body = await compressImage(json);
+        // Replay from this image derives no list row at or below `lsn` again: the list file holds them
+        // durably before the image is written (committed and fsynced off this thread meanwhile).
+        const [body] = await Promise.all([compressImage(json), listsDurable()]);
         store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
         crashAt('snapshot.written');
         gate.committedOne();

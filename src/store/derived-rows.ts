@@ -35,11 +35,6 @@ const ROW_WEIGHT_MIN = 100;
  */
 export const DERIVED_SLICE_ROWS = 2_000;
 /**
- * List rows and ledger entries that may wait: a list page merges the waiting ones of its owner and kind
- * (or wallet) with the index, so this bounds what a page reads from memory. Past it the shard writes them.
- */
-export const LIST_PENDING_ROWS_MAX = 2_000;
-/**
  * Cold rows, idempotency changes and expiry rows that may wait before the shard writes them, a slice at a
  * time like the list rows. Without it they waited for the next partition image (or the weight bound),
  * tens of thousands at once, and the image's turns then wrote slices back to back: the p99 at 64
@@ -179,7 +174,12 @@ export class PendingDerived {
     return rows;
   }
 
-  /** List rows and ledger entries waiting (see LIST_PENDING_ROWS_MAX). */
+  /** The LSN of the oldest waiting list row or ledger entry (Infinity: none waits). */
+  get oldestListLsn(): number {
+    return Math.min(this.list.at(0)?.lsn ?? Number.POSITIVE_INFINITY, this.entries.at(0)?.lsn ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** List rows and ledger entries waiting (the runtime hands them to the list file a chunk a turn). */
   get listRows(): number {
     return this.list.length + this.entries.length;
   }
@@ -189,7 +189,7 @@ export class PendingDerived {
     return this.cold.length + this.idem.length + this.due.length;
   }
 
-  /** The waiting list rows of an owner and kind, newest version of each id (bounded by LIST_PENDING_ROWS_MAX). */
+  /** The waiting list rows of an owner and kind, newest version of each id (about a turn's worth). */
   listWaiting(owner: string, kind: ListKind): ReadonlyMap<string, ListChange> {
     return this.listRowsOf(owner, kind, false) ?? NO_LIST_ROWS;
   }

@@ -9,7 +9,10 @@ import { SNAPSHOTS_SQL } from './snapshot-table.ts';
 import { LIST_SQL, ListIndex } from './list-index.ts';
 
 export function prepareShardSchema(db: Database.Database, idem: IdemLog): void {
-  ListIndex.relayout(db);
+  // The list index lives in a file of its own (list-file.ts): a shard file written before that keeps its
+  // list tables only until they move, in today's layout; a newer one has none.
+  const legacyLists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('lists', 'ledger_entries')").get() !== undefined;
+  if (legacyLists) ListIndex.relayout(db);
   // An older idempotency table gets its checksums in its own layout first, then moves to owner numbers.
   IdemLog.addChecksums(db);
   IdemLog.relayout(db);
@@ -18,12 +21,12 @@ export function prepareShardSchema(db: Database.Database, idem: IdemLog): void {
     ${SNAPSHOTS_SQL}
     ${IDEM_LOG_SQL}
     ${DUE_SQL}
-    ${LIST_SQL}
+    ${legacyLists ? LIST_SQL : 'DROP TABLE IF EXISTS list_rows;'}
   `);
   migrateIdem(db, idem);
   DueLog.migrate(db);
   ColdTable.migrate(db);
-  ListIndex.migrate(db);
+  if (legacyLists) ListIndex.migrate(db);
   db.exec(COLD_SQL);
 }
 

@@ -4,6 +4,7 @@
 // it read-only while a server runs, or alone).
 // Invariant: a batch's log row is one sqlite transaction: all of it or none. Derived rows are written
 // later (PendingDerived) and are always implied by durable log rows.
+import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { openDatabase, SHARD_PAGE_SIZE_BYTES } from './open-database.ts';
 import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
@@ -18,7 +19,8 @@ import { createdInLog, eventInLog, pointIntoLog, storedInLog, withoutBodies } fr
 import { JournalSync } from './journal-sync.ts';
 import { prepareShardSchema } from './shard-schema.ts';
 import { SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
-import { EVENT_IN_LOG_BODY, ListIndex, type EntryChange, type EntryQuery, type IndexedRow, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
+import { ListFile, shardHoldsLists } from './list-file.ts';
+import { EVENT_IN_LOG_BODY, ListIndex, type EntryChange, type EntryQuery, type IndexedRow, type ListChange, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
@@ -55,6 +57,16 @@ export class ShardStore implements ColdReader {
   readonly due: DueLog;
   /** List rows and wallet ledger entries (null: a read-only open of a file from before lists). */
   readonly lists: ListIndex | null;
+  /**
+   * The list index's own file (list-file.ts); null only for a read-only open of a shard file that still
+   * holds its list tables itself (or has none), whose `lists` is then read from the shard file.
+   */
+  private readonly listFile: ListFile | null;
+  /**
+   * Every list row of the records up to this LSN is committed and fsynced in the list file (an image up
+   * to it may be written). Set by each sync from what was written then and what still waited.
+   */
+  private listsDurableThrough = -1;
   /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
   private readonly idemLogged: boolean;
   private readonly journalSync: JournalSync;
@@ -78,10 +90,18 @@ export class ShardStore implements ColdReader {
     const last = this.wal.last();
     this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
     this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
-    const listed = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lists'").get() !== undefined;
-    this.lists = listed ? new ListIndex(this.db) : null;
+    if (options.readonly === true) {
+      this.listFile = shardHoldsLists(this.db) ? null : ListFile.openReadonly(file);
+      this.lists = this.listFile?.index ?? (shardHoldsLists(this.db) ? new ListIndex(this.db) : null);
+    } else {
+      this.listFile = ListFile.openWritable(file, this.db);
+      this.lists = this.listFile.index;
+    }
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
+    // The list file commits apart from the log: after a power loss it may hold rows of records the log
+    // never made durable. They go (rare: a scan of its tables).
+    if (options.readonly !== true && this.listFile !== null && this.listFile.lastLsn >= this.nextLsn) this.listFile.cutFrom(this.nextLsn);
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
     this.snapshots = new SnapshotTable(this.db);
     const derivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
@@ -98,7 +118,6 @@ export class ShardStore implements ColdReader {
     try {
       return write();
     } catch (error) {
-      this.lists?.forgetNumbers();
       this.idem.forgetNumbers();
       this.due.forgetNumbers();
       throw error;
@@ -145,8 +164,50 @@ export class ShardStore implements ColdReader {
     const pointed = pointIntoLog(this.wal, derived);
     this.cold.write(pointed.cold);
     this.due.apply(pointed.due);
-    this.lists?.apply(pointed.list ?? [], pointed.entries ?? []);
+    this.applyLists(pointed.list ?? [], pointed.entries ?? []);
     return this.applyIdem(pointed.idem);
+  }
+
+  /** List rows into the list file's open transaction (the legacy in-file index only for tests of old files). */
+  private applyLists(list: readonly ListChange[], entries: readonly EntryChange[]): void {
+    if (list.length === 0 && entries.length === 0) return;
+    if (this.listFile !== null) this.listFile.apply(list, entries);
+    else this.lists?.apply(list, entries);
+  }
+
+  /**
+   * Writes list rows and entries now and commits them (a restore, a rebuild of the index): one
+   * transaction of the list file, outside any of the shard file.
+   */
+  writeListsNow(list: readonly ListChange[], entries: readonly EntryChange[]): void {
+    this.applyLists(list, entries);
+    this.listFile?.commit();
+  }
+
+  /** The list file's connection (verify checks its rows; null: the lists are in the shard file, or none). */
+  get listsDb(): Database.Database | null {
+    return this.listFile?.db ?? (this.lists === null ? null : this.db);
+  }
+
+  /**
+   * Commits the list file and fsyncs it on the libuv pool: afterwards an image of any LSN whose list rows
+   * were all written (no list row at or below it waits in memory) may be taken.
+   */
+  listsDurable(done: (error: Error | null) => void): void {
+    if (this.listFile === null) {
+      done(null);
+      return;
+    }
+    const through = this.listsCoveredLsn();
+    this.listFile.durable((error) => {
+      if (error === null && through > this.listsDurableThrough) this.listsDurableThrough = through;
+      done(error);
+    });
+  }
+
+  /** The LSN up to which every list row is written: none of a record up to it waits in memory. */
+  private listsCoveredLsn(): number {
+    return Math.min(this.nextLsn - 1, this.pending.oldestListLsn - 1);
   }
 
   /**
@@ -190,7 +251,7 @@ export class ShardStore implements ColdReader {
     return merged.slice(0, q.rows);
   }
 
-  /** List rows and entries waiting to be written (the runtime writes them past LIST_PENDING_ROWS_MAX). */
+  /** List rows and entries waiting to be written (the runtime hands them to the list file a chunk a turn). */
   get listPending(): number {
     return this.pending.listRows;
   }
@@ -218,12 +279,22 @@ export class ShardStore implements ColdReader {
   writeDerived(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all'): { freed: Array<[number, number]>; wrote: boolean } {
     const waiting = part === 'all' ? this.pending.rows : part === 'lists' ? this.pending.listRows : this.pending.otherRows;
     if (waiting === 0) return { freed: [], wrote: false };
-    return { freed: this.writeDerivedTx(this.pending.takeSome(rowsMax, part)), wrote: true };
+    if (part === 'lists') {
+      // Only the list file: its open transaction takes them, nothing of the shard file changes.
+      const taken = pointIntoLog(this.wal, this.pending.takeSome(rowsMax, part));
+      this.applyLists(taken.list ?? [], taken.entries ?? []);
+      this.listFile?.commitIfFull();
+      return { freed: [], wrote: false };
+    }
+    const freed = this.writeDerivedTx(this.pending.takeSome(rowsMax, part));
+    this.listFile?.commitIfFull();
+    return { freed, wrote: true };
   }
 
-  /** Writes derived rows at once, in one transaction (recovery: what replay derived). */
+  /** Writes derived rows at once, in one transaction (recovery: what replay derived), and commits the list file. */
   writeDerivedNow(derived: DerivedBatch): void {
     this.writeDerivedTx(derived);
+    this.listFile?.commit();
   }
 
   /** Hands over (and forgets) every waiting derived row: a backup writes what a read-only replay derived. */
@@ -383,7 +454,9 @@ export class ShardStore implements ColdReader {
     this.cold.cutFrom(lsn);
     this.idem.cutFrom(lsn);
     this.due.cutFrom(lsn);
-    this.lists?.cutFrom(lsn);
+    if (this.listFile !== null) this.listFile.cutFrom(lsn);
+    else this.lists?.cutFrom(lsn);
+    this.listsDurableThrough = Math.min(this.listsDurableThrough, lsn - 1);
     this.nextLsn = Math.max(this.wal.last().lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return cut;
   }
@@ -417,7 +490,18 @@ export class ShardStore implements ColdReader {
     return this.cold.count();
   }
 
+  /**
+   * Writes a partition image. Recovery starts from it and derives no list row of a record at or below
+   * it again, so those rows must all be durable in the list file first: they are, after `listsDurable`
+   * (the shard's image rounds); otherwise the list file is committed and fsynced here, on this thread.
+   */
   writeSnapshot(row: SnapshotRow): void {
+    assert(this.pending.oldestListLsn > row.lsn, `an image at LSN ${row.lsn} while list rows of its records wait in memory`);
+    if (this.listFile !== null && this.listsDurableThrough < row.lsn) {
+      const through = this.listsCoveredLsn();
+      this.listFile.durableSync();
+      this.listsDurableThrough = Math.max(this.listsDurableThrough, through);
+    }
     this.snapshots.write(row);
   }
 
@@ -427,6 +511,7 @@ export class ShardStore implements ColdReader {
   }
 
   close(): void {
+    this.listFile?.close();
     this.db.close();
     this.journalSync.close();
   }

@@ -145,7 +145,7 @@ describe('GET /v1/events after the rows are written', () => {
       const one = await a('GET', `/v1/events/${before.body.data[1].id}`);
       await own.stop(); // writes every waiting derived row
       const stored: Array<string | null> = [];
-      for (const file of fs.readdirSync(own.dataDir).filter((f) => /^shard-\d+\.db$/.test(f))) {
+      for (const file of fs.readdirSync(own.dataDir).filter((f) => /^shard-\d+-lists\.db$/.test(f))) {
         const db = new Database(path.join(own.dataDir, file), { readonly: true });
         stored.push(...(db.prepare('SELECT body FROM lists WHERE k = 7').pluck().all() as Array<string | null>));
         db.close();

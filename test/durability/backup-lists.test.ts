@@ -148,10 +148,12 @@ before(async () => {
   }
   // What the offline backup reads: event rows stored empty, their records archived by truncation.
   const pointing = [0, 1].map((shard) => {
-    const db = new Database(path.join(server.dataDir, `shard-${shard}.db`), { readonly: true });
+    // The log's archive is in the shard file, the list rows in its list file.
+    const db = new Database(path.join(server.dataDir, `shard-${shard}-lists.db`), { readonly: true });
+    db.prepare('ATTACH DATABASE ? AS s').run(path.join(server.dataDir, `shard-${shard}.db`));
     try {
-      const archive = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'log_archive'").get() !== undefined;
-      const archivedUpTo = archive ? ((db.prepare('SELECT max(lsn_first + n - 1) FROM log_archive').pluck().get() as number | null) ?? 0) : 0;
+      const archive = db.prepare("SELECT 1 FROM s.sqlite_master WHERE name = 'log_archive'").get() !== undefined;
+      const archivedUpTo = archive ? ((db.prepare('SELECT max(lsn_first + n - 1) FROM s.log_archive').pluck().get() as number | null) ?? 0) : 0;
       return { empty: db.prepare("SELECT count(*) FROM lists WHERE k = 7 AND body = ''").pluck().get() as number, intoArchive: db.prepare("SELECT count(*) FROM lists WHERE k = 7 AND body = '' AND lsn <= ?").pluck().get(archivedUpTo) as number };
     } finally {
       db.close();

@@ -41,7 +41,7 @@ test('a statement line altered on disk â†’ GET entries answers 500 DATA_DAMAGED 
   assert.equal(soundBefore.body.data.length, 1);
   await server.stop(); // the stop writes every waiting derived row, entries included
 
-  const file = path.join(server.dataDir, 'shard-0.db');
+  const file = path.join(server.dataDir, 'shard-0-lists.db');
   sqlite3(file, `UPDATE ledger_entries SET balance_after_minor = 99900000 WHERE wallet_id = '${damagedWallet}'`);
   server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
   try {
@@ -78,11 +78,11 @@ test('entries written before they had a checksum â†’ a writable open gives each 
   for (const r of rows) old.prepare('INSERT INTO ledger_entries VALUES (?, ?, ?, ?, ?, ?, ?)').run(r.wallet_id, r.seq, r.txn_id, r.amount_minor, r.balance_after_minor, r.at_ms, r.lsn);
   old.close();
   let store = new ShardStore(file);
-  const crcs = store.db.prepare('SELECT crc FROM ledger_entries ORDER BY seq').pluck().all();
+  const crcs = store.listsDb!.prepare('SELECT crc FROM ledger_entries ORDER BY seq').pluck().all();
   assert.deepEqual(crcs, rows.map(entryRowChecksum));
   const page = store.entriesPage({ walletId: 'wal_a', seqAbove: 0, seqBelow: Number.MAX_SAFE_INTEGER, rows: 10, order: 'asc' });
   assert.deepEqual(page.map((e) => e.balanceAfterMinor), [500, 300]);
-  store.db.prepare('UPDATE ledger_entries SET amount_minor = -100 WHERE seq = 9000').run();
+  store.listsDb!.prepare('UPDATE ledger_entries SET amount_minor = -100 WHERE seq = 9000').run();
   assert.throws(() => store.entriesPage({ walletId: 'wal_a', seqAbove: 0, seqBelow: Number.MAX_SAFE_INTEGER, rows: 10, order: 'asc' }), /ledger_entries row entry 9000 of wallet wal_a \(LSN 9\) fails its checksum/);
   store.close();
   store = new ShardStore(file, { readonly: true });
@@ -105,7 +105,7 @@ test('an event row moved to another account on disk (its owner number altered) â
   assert.ok(!JSON.stringify(neighbourBefore.body).includes(event.id));
   await server.stop();
 
-  const file = path.join(server.dataDir, 'shard-0.db');
+  const file = path.join(server.dataDir, 'shard-0-lists.db');
   sqlite3(file, `UPDATE lists SET o = (SELECT n FROM list_owners WHERE owner LIKE '%neighbour%') WHERE id = '${event.id}'`);
   server = await startServer({ keys, shards: 1, dataDir: server.dataDir });
   try {
@@ -130,7 +130,7 @@ test('list rows written before they had a checksum (and named customers by id) â
   old.prepare('INSERT INTO lists VALUES (?, ?, ?, ?, ?, ?, ?)').run(1, 3, 'pay_1', null, null, null, 13);
   old.close();
   const store = new ShardStore(file);
-  const rows = store.db.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists ORDER BY id').all() as Array<Parameters<typeof listRowChecksum>[0] & { crc: number }>;
+  const rows = store.listsDb!.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists ORDER BY id').all() as Array<Parameters<typeof listRowChecksum>[0] & { crc: number }>;
   assert.equal(rows.length, 2);
   assert.deepEqual(rows.map((r) => r.c), [1, null], 'cus_1 numbered, the row without a customer has none');
   for (const row of rows) assert.equal(row.crc, listRowChecksum(row));

@@ -1,15 +1,18 @@
 // Customer numbers in the list index, on real sqlite files: a file whose `lists` rows name customers by
 // id (the layout before numbers) is moved at its next writable open and pages the same rows, damage
 // stays damage through the move, a damaged number is never followed, and a read-only open of an old file
-// still pages it. Also the page size of new shard files, and that an old file keeps its own.
+// still pages it, from the shard file; a writable open moves the list tables into the list file of their
+// own. Also the page size of new shard files, and that an old file keeps its own.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { ShardStore, SHARD_PAGE_SIZE_BYTES } from '../../src/store/shard-store.ts';
 import { DamagedRowError, damagedListRows, listRowChecksum, textCustomerListRowChecksum, type ListRowFields, type TextCustomerListRow } from '../../src/store/row-checks.ts';
 import type { ListQuery } from '../../src/store/list-index.ts';
 import { SNAPSHOTS_SQL } from '../../src/store/snapshot-table.ts';
+import { listFileOf } from '../../src/store/list-file.ts';
 import { tempDataDir } from '../helpers/server.ts';
 
 const OWNER = 'test:acct_lists';
@@ -71,10 +74,13 @@ describe('list customers', () => {
   it('a file whose list rows name customers by id → the next writable open numbers them: the same pages, every checksum over the new columns, verify clean', () => {
     const file = oldFile();
     const store = new ShardStore(file);
-    const columns = (store.db.prepare("SELECT name FROM pragma_table_info('lists')").pluck().all() as string[]).join(',');
+    const lists = store.listsDb!;
+    assert.notEqual(lists, store.db, 'the rows moved to the list file');
+    assert.equal(store.db.prepare("SELECT 1 FROM sqlite_master WHERE name IN ('lists', 'list_customers', 'list_owners', 'ledger_entries')").get(), undefined, 'and left the shard file');
+    const columns = (lists.prepare("SELECT name FROM pragma_table_info('lists')").pluck().all() as string[]).join(',');
     assert.equal(columns, 'o,k,id,c,status,body,lsn,crc');
-    assert.equal(store.db.prepare('SELECT count(*) FROM list_customers').pluck().get(), 2);
-    const rows = store.db.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists').all() as Array<ListRowFields & { crc: number }>;
+    assert.equal(lists.prepare('SELECT count(*) FROM list_customers').pluck().get(), 2);
+    const rows = lists.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists').all() as Array<ListRowFields & { crc: number }>;
     assert.equal(rows.length, oldRows().length);
     for (const row of rows) assert.equal(row.crc, listRowChecksum(row), row.id);
     for (const customer of [null, CUSTOMERS[0], CUSTOMERS[1]]) {
@@ -84,7 +90,7 @@ describe('list customers', () => {
     }
     const event = store.listRow(OWNER, 'event', '01J00000000000000000EVT001');
     assert.equal(event?.customerId, CUSTOMERS[0], 'an event names its customer by id, as before');
-    assert.deepEqual([...damagedListRows(store.db)], []);
+    assert.deepEqual([...damagedListRows(lists)], []);
     assert.equal(store.db.pragma('page_size', { simple: true }), 2048, 'an old file keeps its page size');
     store.close();
     // A second open finds nothing to move.
@@ -96,7 +102,7 @@ describe('list customers', () => {
   it('an old row whose checksum fails → it fails after the move too: verify names it, a page that reads it raises DamagedRowError', () => {
     const damagedId = '01J00000000000000000PAY004';
     const store = new ShardStore(oldFile([damagedId]));
-    assert.deepEqual([...damagedListRows(store.db)], [`list row ${damagedId} (kind 3, LSN 14)`]);
+    assert.deepEqual([...damagedListRows(store.listsDb!)], [`list row ${damagedId} (kind 3, LSN 14)`]);
     assert.throws(() => store.listPage(query(CUSTOMERS[0], 'completed')), DamagedRowError);
     assert.deepEqual(store.listPage(query(CUSTOMERS[1], 'pending')).map((r) => r.id), expected(CUSTOMERS[1], 'pending'), 'pages without it are served');
     store.close();
@@ -104,7 +110,7 @@ describe('list customers', () => {
 
   it('old rows written before list rows had checksums → moved with one each', () => {
     const store = new ShardStore(oldFile([], false));
-    const rows = store.db.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists').all() as Array<ListRowFields & { crc: number }>;
+    const rows = store.listsDb!.prepare('SELECT o, k, id, c, status, body, lsn, crc FROM lists').all() as Array<ListRowFields & { crc: number }>;
     assert.equal(rows.length, oldRows().length);
     for (const row of rows) assert.equal(row.crc, listRowChecksum(row));
     assert.deepEqual(store.listPage(query(CUSTOMERS[0], null)).map((r) => r.id), expected(CUSTOMERS[0], null));
@@ -114,11 +120,11 @@ describe('list customers', () => {
   it('a customer number whose id was altered on disk → verify names it; a page of that customer, or an event naming it, raises DamagedRowError', () => {
     const file = oldFile();
     new ShardStore(file).close();
-    const db = new Database(file);
+    const db = new Database(listFileOf(file));
     db.prepare('UPDATE list_customers SET id = ? WHERE id = ?').run('01J0000000000000000000CUS9', CUSTOMERS[0]);
     db.close();
     const store = new ShardStore(file);
-    assert.deepEqual([...damagedListRows(store.db)], [`list customer number 1`]);
+    assert.deepEqual([...damagedListRows(store.listsDb!)], [`list customer number 1`]);
     assert.throws(() => store.listPage(query(null, 'completed')), DamagedRowError, 'a row naming the damaged number is not shown');
     assert.throws(() => store.listRow(OWNER, 'event', '01J00000000000000000EVT001'), DamagedRowError);
     assert.throws(() => store.listPage(query('01J0000000000000000000CUS9', null)), DamagedRowError, 'the altered id does not find the rows either');
@@ -131,28 +137,32 @@ describe('list customers', () => {
     for (const customer of [null, CUSTOMERS[0]]) {
       for (const status of [null, 'failed']) assert.deepEqual(store.listPage(query(customer, status)).map((r) => r.id), expected(customer, status));
     }
+    assert.equal(store.listsDb, store.db, 'read from the shard file itself');
     assert.deepEqual([...damagedListRows(store.db)], []);
     store.close();
+    assert.equal(fs.existsSync(listFileOf(file)), false, 'no list file made');
     const db = new Database(file, { readonly: true });
     assert.equal(db.prepare("SELECT 1 FROM pragma_table_info('lists') WHERE name = 'customer_id'").get() !== undefined, true, 'still the old layout');
     db.close();
   });
 
-  it('a derived write that numbered a new customer and then failed (rolled back) → the next write numbers it again: its rows page, nothing damaged', () => {
+  it('a list write that numbered a new customer and then failed (its transaction rolled back) → the next write numbers it again: its rows page, nothing damaged', () => {
     const file = path.join(tempDataDir('list-customers'), 'shard-0.db');
     let store = new ShardStore(file);
+    // The record the rows are derived from (a list row past the log's end would be cut at the next open).
+    store.appendBatch([{ partition: 0, body: '[]' }]);
     const listed = { kind: 'payment' as const, id: '01J00000000000000000PAY900', owner: OWNER, customerId: CUSTOMERS[0], status: 'pending', body: null, lsn: 1 };
-    // An idempotency change that throws after the list rows are applied, inside the same transaction.
-    const broken = { lsn: 1, partition: 0, op: { op: 'put', record: { scope: undefined } } } as unknown as Parameters<ShardStore['writeDerivedNow']>[0]['idem'][number];
-    assert.throws(() => store.writeDerivedNow({ cold: [], idem: [broken], due: [], list: [listed] }));
-    assert.equal(store.db.prepare('SELECT count(*) FROM list_customers').pluck().get(), 0, 'the number was rolled back');
+    // A row of no known kind (no code: the NOT NULL column refuses it) after the one that numbers the customer.
+    const broken = Object.assign({}, listed, { id: '01J00000000000000000PAY901', kind: 'nothing' }) as unknown as typeof listed;
+    assert.throws(() => store.writeDerivedNow({ cold: [], idem: [], due: [], list: [listed, broken] }));
+    assert.equal(store.listsDb!.prepare('SELECT count(*) FROM list_customers').pluck().get(), 0, 'the number was rolled back');
     store.writeDerivedNow({ cold: [], idem: [], due: [], list: [listed] });
-    assert.equal(store.db.prepare('SELECT count(*) FROM list_customers').pluck().get(), 1);
+    assert.equal(store.listsDb!.prepare('SELECT count(*) FROM list_customers').pluck().get(), 1);
     store.close();
     // A fresh open has no cached numbers: it reads the mapping the file holds.
     store = new ShardStore(file);
     assert.deepEqual(store.listPage(query(CUSTOMERS[0], null)).map((r) => r.id), [listed.id]);
-    assert.deepEqual([...damagedListRows(store.db)], []);
+    assert.deepEqual([...damagedListRows(store.listsDb!)], []);
     store.close();
   });
 

@@ -17,7 +17,7 @@ it('rebuildListIndex: 12,000 cold payments and no index yet → every one indexe
   assert.equal(store.getMeta(LIST_INDEX_META), undefined);
   assert.equal(rebuildListIndex(store, new Map()), 12_000);
   assert.match(store.getMeta(LIST_INDEX_META) ?? '', /^rebuilt at LSN/);
-  assert.equal((store.db.prepare('SELECT count(*) AS n FROM lists').get() as { n: number }).n, 12_000);
+  assert.equal((store.listsDb!.prepare('SELECT count(*) AS n FROM lists').get() as { n: number }).n, 12_000);
   assert.equal(rebuildListIndex(store, new Map()), 0);
   store.close();
 });
@@ -26,7 +26,7 @@ it('rebuildListIndex: a restored file holding events and ledger entries (whole b
   const store = new ShardStore(path.join(tempDataDir('list-rebuild-kept'), 'shard-0.db'));
   const event = { kind: 'event' as const, id: 'E000001', owner: 'test:acct', customerId: 'C1', status: 'payment.completed', body: '{"id":"E000001","event_type":"payment.completed"}', lsn: 7 };
   const entry = { walletId: 'W1', seq: 7 * 4096, txnId: 'T1', amountMinor: 4_950, balanceAfterMinor: 4_950, atMs: 1_700_000_000_000, lsn: 7 };
-  store.db.transaction(() => store.lists!.apply([event], [entry]))();
+  store.writeListsNow([event], [entry]);
   store.cold.write([{ kind: 'payment', id: 'P000001', lsn: 7, partition: 0, body: JSON.stringify({ id: 'P000001', owner: 'test:acct', customerId: 'C1', status: 'completed' }) }]);
   assert.equal(rebuildListIndex(store, new Map()), 1);
   const page = { owner: 'test:acct', customerId: null, status: null, idAbove: '', idBelow: '~', order: 'desc' as const, rows: 10 };

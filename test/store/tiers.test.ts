@@ -62,6 +62,8 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     const commit = committer(store, live);
     commit([{ t: 'txn.created', txn: txn('T2') }]);
     const failedAt = commit([failed('T2', 2)]);
+    // As the shard's image rounds do: what the records up to the image derived is written first.
+    store.writeDerived();
     store.writeSnapshot(snapshotRow({ partition: PARTITION, lsn: failedAt, takenAtMs: 2, body: compressImageSync(encodePartition(live)) }));
     commit([{ t: 'txn.moved', id: 'T2', status: 'pending', atMs: 3, failure: null, attempt: 2 }]);
     assert.equal(live.transactions.size, 1, 'the retry brought it back into the heap');
