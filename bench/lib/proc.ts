@@ -217,5 +217,5 @@ export function serverEntryArgs(root: string): string[] {
   const built = spawnSync(process.execPath, [`${root}/scripts/build.mjs`, '--if-stale'], { cwd: root, encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`build failed:\n${built.stderr}`);
   // The node flags of `npm start` (package.json), so the bench measures what a user runs.
-  return ['--max-semi-space-size=64', `${root}/dist/main.js`];
+  return ['--max-semi-space-size=16', `${root}/dist/main.js`];
 }
