@@ -69,11 +69,17 @@ export function derivedWrites(options: {
     listsScheduled = true;
     setImmediate(() => {
       listsScheduled = false;
-      if (options.isClosed() || store.listPending === 0) return;
+      // While the list file's journal is checkpointed the rows wait: a transaction opened now would keep
+      // the journal from restarting (the checkpoint's end schedules this again).
+      if (options.isClosed() || store.listPending === 0 || store.listsCheckpointing) return;
       store.writeDerived(LIST_CHUNK_ROWS, 'lists');
       if (store.listPending > 0) scheduleLists();
     });
   }
+
+  store.checkpointListsInWorker(() => {
+    if (store.listPending > 0) scheduleLists();
+  });
 
   return {
     afterBatch: () => {

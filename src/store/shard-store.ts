@@ -184,6 +184,20 @@ export class ShardStore implements ColdReader {
     this.listFile?.commit();
   }
 
+  /**
+   * The list file's checkpoints run on a worker thread from now on (a server's shard); `resume` is called
+   * when one ends, since list rows wait in memory while one runs (`listsCheckpointing`).
+   */
+  checkpointListsInWorker(resume: () => void): void {
+    if (this.listFile === null) return;
+    this.listFile.checkpointInWorker();
+    this.listFile.onCheckpointed = resume;
+  }
+
+  get listsCheckpointing(): boolean {
+    return this.listFile?.checkpointing === true;
+  }
+
   /** The list file's connection (verify checks its rows; null: the lists are in the shard file, or none). */
   get listsDb(): Database.Database | null {
     return this.listFile?.db ?? (this.lists === null ? null : this.db);

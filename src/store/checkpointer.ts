@@ -1,0 +1,67 @@
+// Checkpoints one SQLite file's journal (`-wal`) from a worker thread of its own, so copying its pages into
+// the database file and the two fsyncs around that never hold the writer's event loop. Created by the
+// thread that writes the file (a shard worker, or the main thread for an inline shard).
+// Invariant: at most one checkpoint runs at a time; PASSIVE mode, so it never waits for (or blocks) the writer.
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+
+/** The worker: opens the file once, answers each request with one PASSIVE checkpoint's counts. */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.sqlite);
+const db = new Database(workerData.file, { fileMustExist: true });
+parentPort.on('message', () => {
+  try {
+    const [row] = db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ ok: true, busy: row.busy, log: row.log, checkpointed: row.checkpointed });
+  } catch (error) {
+    parentPort.postMessage({ ok: false, message: String(error && error.message || error) });
+  }
+});
+`;
+
+export interface CheckpointResult {
+  /** Frames in the journal, and how many of them are now in the database file. */
+  log: number;
+  checkpointed: number;
+}
+
+export class Checkpointer {
+  private readonly worker: Worker;
+  private done: ((error: Error | null, result: CheckpointResult | null) => void) | null = null;
+
+  constructor(file: string) {
+    const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { sqlite, file } });
+    this.worker.unref();
+    this.worker.on('message', (m: { ok: true; log: number; checkpointed: number } | { ok: false; message: string }) => {
+      const done = this.done;
+      this.done = null;
+      if (done === null) return;
+      if (m.ok) done(null, { log: m.log, checkpointed: m.checkpointed });
+      else done(new Error(`checkpoint failed: ${m.message}`), null);
+    });
+    this.worker.on('error', (error) => {
+      const done = this.done;
+      this.done = null;
+      done?.(error, null);
+    });
+  }
+
+  get running(): boolean {
+    return this.done !== null;
+  }
+
+  /** Runs one checkpoint and calls back; false (nothing started) while one runs. */
+  run(done: (error: Error | null, result: CheckpointResult | null) => void): boolean {
+    if (this.done !== null) return false;
+    this.done = done;
+    this.worker.postMessage(null);
+    return true;
+  }
+
+  close(): void {
+    this.done = null;
+    void this.worker.terminate();
+  }
+}
