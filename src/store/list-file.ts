@@ -24,8 +24,11 @@ export const LIST_TX_ROWS_MAX = 8_000;
 const LIST_CHECKPOINT_BYTES = 4 * 1_024 * 1_024;
 /** Journal bytes past which the writer checkpoints on its own thread (the worker fell behind or fails). */
 const LIST_JOURNAL_BYTES_MAX = 64 * 1_024 * 1_024;
-/** Page cache of the list file's connection: room for an open transaction's dirty pages. */
-const LIST_CACHE_KIB = 32 * 1_024;
+/**
+ * Page cache of the list file's connection: room for an open transaction's dirty pages (8,000 rows dirty
+ * ~2 MiB of pages in the bench) and the b-trees' upper levels; one per shard.
+ */
+const LIST_CACHE_KIB = 8 * 1_024;
 /** The tables of the list index, in the order a move copies them (numbers before the rows naming them). */
 const LIST_TABLES = ['list_owners', 'list_customers', 'lists', 'ledger_entries'] as const;
 const META_SQL = 'CREATE TABLE IF NOT EXISTS list_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);';
