@@ -15,6 +15,11 @@ import { WAL_SEGMENT_RECORDS } from '../journal/log-segments.ts';
 import { runShard, type ShardInbound, type ShardWorkerData } from './shard-runtime.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 import type { OwnerCluster } from '../cluster/owner-child.ts';
+import { RemoteShard, type ShardRoute } from '../cluster/shard-link.ts';
+
+/** A forward a moving remote shard refused (503) is sent again this often, at most this many times. */
+const REMOTE_FORWARD_RETRY_MS = 500;
+const REMOTE_FORWARD_ATTEMPTS_MAX = 120;
 
 export interface PoolOptions {
   shards: number;
@@ -51,6 +56,12 @@ export interface PoolOptions {
   onMetrics?: (message: ShardMetricsMessage) => void;
   /** Cluster mode, this node owning every shard: each shard's rows are replicated (owner-child.ts). */
   cluster?: OwnerCluster;
+  /**
+   * Cluster mode with per-shard ownership: every shard runs in a shard host on its owner node and is
+   * reached over a link (cluster/shard-link.ts); `onIndex` gets the report a shard sends each time a
+   * link to it opens again (it may have moved, and what it stored since the last report is in it).
+   */
+  remote?: { routeOf: (shard: number) => ShardRoute; secret: string; onIndex: (report: IndexMessage) => void };
 }
 
 interface Pending {
@@ -119,7 +130,10 @@ export class ShardPool {
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
   private readonly pingWaiters = new Map<number, () => void>();
-  private readonly listWaiters = new Map<number, (answer: ListAnswer) => void>();
+  private readonly listWaiters = new Map<number, { shard: number; resolve: (answer: ListAnswer) => void }>();
+  /** Remote mode: what every shard must know again when its link opens (sandbox clocks, the public URL). */
+  private readonly clocks = new Map<string, number>();
+  private publicUrl: string | null = null;
   private nextN = 1;
   /** Cross-shard steps, held while an online backup takes its cut. */
   private readonly forwards = new ForwardGate((cmd) => this.send(cmd));
@@ -156,6 +170,11 @@ export class ShardPool {
         crashAt: this.options.crashAt ?? '',
         ...(this.options.cluster === undefined ? {} : { cluster: { servers: this.options.cluster.servers, epoch: this.options.cluster.epoch, fence: this.options.cluster.fences[shard] ?? 0, lease: this.options.cluster.lease, holdMs: this.options.cluster.holdMs, tails: this.options.cluster.tails } }),
       };
+      const remote = this.options.remote;
+      if (remote !== undefined) {
+        ready.push(this.startRemote(shard, remote));
+        continue;
+      }
       const worker: ShardHandle = this.options.inline === true ? new InlineShard(workerData) : new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);
       ready.push(
@@ -178,6 +197,54 @@ export class ShardPool {
     return Promise.all(ready);
   }
 
+  /** A shard on another node: its first report resolves the start, later ones (after a move) go to `onIndex`. */
+  private startRemote(shard: number, remote: NonNullable<PoolOptions['remote']>): Promise<IndexMessage> {
+    for (const [owner, offsetMs] of this.options.clockOffsets) this.clocks.set(owner, offsetMs);
+    const link = new RemoteShard(shard, remote.routeOf, remote.secret);
+    this.workers.push(link);
+    let started = false;
+    return new Promise((resolve) => {
+      link.on('message', (message: ShardToMain) => {
+        if (message.type !== 'ready') this.onMessage(message);
+        else if (!started) {
+          started = true;
+          resolve(message);
+        } else remote.onIndex(message);
+      });
+      link.on('up', () => {
+        try {
+          for (const [owner, offsetMs] of this.clocks) link.postMessage({ type: 'clock', owner, offsetMs });
+          if (this.publicUrl !== null) link.postMessage({ type: 'public-url', url: this.publicUrl });
+          link.postMessage({ type: 'index' });
+        } catch {
+          // Down again already: the next 'up' asks again.
+        }
+      });
+      link.on('down', () => this.failShard(shard, 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).'));
+    });
+  }
+
+  /** Remote mode: whether a shard's link is open now. */
+  private reachable(shard: number): boolean {
+    const handle = this.workers[shard];
+    return !(handle instanceof RemoteShard) || handle.up;
+  }
+
+  /** A link failed: what it was sent has no answer here (whether it committed is unknown: the client retries). */
+  private failShard(shard: number, message: string): void {
+    for (const [n, waiter] of this.pending) {
+      if (waiter.shard !== shard) continue;
+      this.pending.delete(n);
+      this.inFlight[shard]! -= 1;
+      waiter.resolve({ status: 503, error: { code: 'UNAVAILABLE', message } });
+    }
+    for (const [n, waiter] of this.listWaiters) {
+      if (waiter.shard !== shard) continue;
+      this.listWaiters.delete(n);
+      waiter.resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message } });
+    }
+  }
+
   private onMessage(message: ShardToMain): void {
     if (message.type === 'replies') {
       // A client that hears of its write must find it in the next GET of the wallet: views first.
@@ -191,7 +258,7 @@ export class ShardPool {
       }
     } else if (message.type === 'list.page') {
       const { type: _type, n, ...answer } = message;
-      this.listWaiters.get(n)?.(answer);
+      this.listWaiters.get(n)?.resolve(answer);
       this.listWaiters.delete(n);
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
@@ -206,6 +273,10 @@ export class ShardPool {
     } else if (message.type === 'outbox') {
       this.options.onOutbox(message.events);
     } else if (message.type === 'forward') {
+      if (this.options.remote !== undefined) {
+        this.forwardRemote(message, 1);
+        return;
+      }
       this.forwards.forward(message.cmd, (reply) => {
         const replyTo = message.replyTo;
         if (replyTo === undefined) return;
@@ -217,8 +288,29 @@ export class ShardPool {
     }
   }
 
+  /**
+   * Remote mode: a cross-shard step whose target (or origin, for the answer) is moving is sent again
+   * until its shard answers (each step is idempotent by its id), for about a minute at most.
+   */
+  private forwardRemote(message: Extract<ShardToMain, { type: 'forward' }>, attempt: number): void {
+    this.forwards.forward(message.cmd, (reply) => {
+      if (reply.status === 503 && attempt < REMOTE_FORWARD_ATTEMPTS_MAX && !this.stopping) {
+        setTimeout(() => this.forwardRemote(message, attempt + 1), REMOTE_FORWARD_RETRY_MS).unref();
+        return;
+      }
+      const replyTo = message.replyTo;
+      if (replyTo === undefined || reply.status >= 500) return;
+      const outcome: 'credited' | 'rejected' = reply.status < 300 ? 'credited' : 'rejected';
+      const back = { type: 'forward' as const, cmd: Object.assign({}, replyTo.cmd, { outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }) };
+      setTimeout(() => this.forwardRemote(back, 1), replyTo.delayMs).unref();
+    });
+  }
+
   send(cmd: Command): Promise<StoredReply> {
     const shard = shardOf(cmd.partition, this.options.shards);
+    if (!this.reachable(shard)) {
+      return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).' } });
+    }
     if (this.inFlight[shard]! >= this.options.shardQueueMax) {
       return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is at capacity; retry shortly.' } });
     }
@@ -249,7 +341,10 @@ export class ShardPool {
 
   /** Where clients reach the server (known once it listens): hosted checkout links are built on it. */
   setPublicUrl(url: string): void {
-    for (const worker of this.workers) worker.postMessage({ type: 'public-url', url });
+    this.publicUrl = url;
+    this.workers.forEach((worker, shard) => {
+      if (this.reachable(shard)) worker.postMessage({ type: 'public-url', url });
+    });
   }
 
   /** Posts each shard's gathered commands as one message (the request handlers of one loop turn). */
@@ -284,7 +379,14 @@ export class ShardPool {
           clearTimeout(timer);
           resolve(true);
         });
-        worker.postMessage({ type: 'ping', n } satisfies MainToShard);
+        try {
+          worker.postMessage({ type: 'ping', n } satisfies MainToShard);
+        } catch {
+          // A remote shard that is moving: not ready.
+          clearTimeout(timer);
+          this.pingWaiters.delete(n);
+          resolve(false);
+        }
       });
     });
     return (await Promise.all(answers)).every(Boolean);
@@ -317,8 +419,12 @@ export class ShardPool {
       asked.map((shard) => {
         const n = this.nextN++;
         return new Promise<ListAnswer>((resolve) => {
-          this.listWaiters.set(n, resolve);
-          this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
+          try {
+            this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
+            this.listWaiters.set(n, { shard, resolve });
+          } catch {
+            resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message: 'The shard is moving to another node; retry shortly.' } });
+          }
         });
       }),
     );
@@ -330,10 +436,16 @@ export class ShardPool {
   }
 
   broadcastClock(owner: string, offsetMs: number): void {
-    for (const worker of this.workers) worker.postMessage({ type: 'clock', owner, offsetMs });
+    this.clocks.set(owner, offsetMs);
+    this.workers.forEach((worker, shard) => {
+      // A remote shard that is moving hears every offset when its link opens again.
+      if (this.reachable(shard)) worker.postMessage({ type: 'clock', owner, offsetMs });
+    });
   }
 
   async snapshotAll(): Promise<Array<{ partitions: number; lsn: number }>> {
+    // A remote shard snapshots on its own host's schedule and stop.
+    if (this.options.remote !== undefined) return this.workers.map(() => ({ partitions: 0, lsn: 0 }));
     return Promise.all(
       this.workers.map((worker) => {
         const n = this.nextN++;

@@ -361,6 +361,13 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     return { partitions: taken, lsn };
   }
 
+  /** The front's indexes, then the events the dispatcher has not acknowledged (it dedupes by id). */
+  function reportIndex(): void {
+    post(indexMessage());
+    const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
+    if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
+  }
+
   function indexMessage(): IndexMessage {
     const customers: IndexMessage['customers'] = [];
     for (const state of states.values()) {
@@ -404,6 +411,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       case 'snapshot':
         void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));
         return;
+      case 'index':
+        reportIndex();
+        return;
       case 'stop':
         if (stopping) return;
         stopping = true;
@@ -422,10 +432,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   });
 
   for (const state of states.values()) for (const effect of resumeEffects(state, data.railLatencyMs)) runEffect(effect);
-  post(indexMessage());
-  // Events the dispatcher had not acknowledged before the stop are handed over again (it dedupes by id).
-  const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
-  if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
+  reportIndex();
   if (data.snapshotIntervalMs > 0) timers.push(setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref());
   timers.push(setInterval(() => post(metrics.take(queue.length)), SHARD_METRICS_INTERVAL_MS).unref());
 
