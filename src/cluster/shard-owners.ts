@@ -19,8 +19,8 @@ import { SHARD_HOST_ENV } from './shard-host.ts';
 const HOST_START_MS_MAX = 60_000;
 /** How long a shard host may take to tell its tails. */
 const TAILS_TIMEOUT_MS = 1_000;
-/** A node status report older than this many lease TTLs counts the node as gone. */
-const LIVE_TTLS = 2;
+/** A node status report (written every second) older than this counts the node as gone. */
+const LIVE_REPORT_AGE_MS_MAX = 3_000;
 /** A node starts claiming shards only once it has read the other nodes' reports for this long. */
 const SETTLE_MS = 1_500;
 
@@ -65,6 +65,8 @@ export class ShardOwners {
   /** Per shard, the holder read from the bucket at the last poll (null: free or unknown). */
   readonly owners: Array<OwnerValue | null>;
   private live = 1;
+  /** The other nodes whose report is fresh. */
+  private liveOthers: string[] = [];
   /** Per shard, since when this node has read it free (null: held at the last read). */
   private readonly freeSinceMs: Array<number | null>;
   private liveReadAtMs = 0;
@@ -99,14 +101,15 @@ export class ShardOwners {
     const keys = await this.deps.kv.keys('node.>').catch(() => null);
     if (keys === null) return;
     for await (const key of keys) names.push(key);
-    let live = 0;
+    const others: string[] = [];
     for (const name of names) {
       const entry = await this.deps.kv.get(name).catch(() => null);
       if (entry === null || entry.operation !== 'PUT') continue;
-      const at = (entry.json() as { atMs?: number }).atMs ?? 0;
-      if (Date.now() - at < LIVE_TTLS * this.deps.leaseMs) live += 1;
+      const report = entry.json() as { atMs?: number; node?: string };
+      if (Date.now() - (report.atMs ?? 0) < LIVE_REPORT_AGE_MS_MAX && report.node !== undefined && report.node !== this.deps.cluster.node) others.push(report.node);
     }
-    this.live = Math.max(1, live);
+    this.liveOthers = others;
+    this.live = others.length + 1;
     this.liveReadAtMs = Date.now();
   }
 
@@ -136,12 +139,18 @@ export class ShardOwners {
     const free = this.owners.findIndex((owner, shard) => owner === null && !this.held.has(shard) && (counted < fair || (counted <= fair && longFree(shard))));
     if (free >= 0) {
       await this.claim(free);
-    } else if (counted > fair && [...this.held.values()].every((h) => h.host !== null && !h.leaving)) {
-      // Above the fair share (a node came back): drain one shard and give it back; a node below takes it.
+    } else if (counted > fair && this.someoneBelow(fair) && [...this.held.values()].every((h) => h.link !== null && h.host !== null && !h.leaving)) {
+      // Above the fair share while a live node is below it (it came back, or joined): drain one shard
+      // and give it back; that node takes it.
       const extra = Math.max(...this.held.keys());
       this.deps.log(`cluster: ${this.deps.cluster.node} holds ${counted} shard(s), more than its share of ${fair}: handing shard ${extra} back`);
       this.release(extra);
     }
+  }
+
+  /** A live node other than this one holds fewer shards than the fair share. */
+  private someoneBelow(fair: number): boolean {
+    return this.liveOthers.some((node) => this.owners.filter((owner) => owner?.node === node).length < fair);
   }
 
   private async claim(shard: number): Promise<void> {
@@ -167,8 +176,14 @@ export class ShardOwners {
       this.deps.changed();
     } catch (error) {
       log(`cluster: ${cluster.node} could not take over shard ${shard}: ${(error as Error).message}`);
-      held.host?.kill('SIGKILL');
-      if (held.host === null) await this.letGo(shard, held, true);
+      const host = held.host;
+      if (host !== null && host.exitCode === null && host.signalCode === null) {
+        const exited = new Promise((resolve) => host.once('exit', resolve));
+        host.kill('SIGKILL');
+        await exited;
+      }
+      held.host = null;
+      await this.letGo(shard, held, true);
     }
   }
 

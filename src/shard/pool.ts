@@ -20,6 +20,8 @@ import { RemoteShard, type ShardRoute } from '../cluster/shard-link.ts';
 /** A forward a moving remote shard refused (503) is sent again this often, at most this many times. */
 const REMOTE_FORWARD_RETRY_MS = 500;
 const REMOTE_FORWARD_ATTEMPTS_MAX = 120;
+/** What a command to a remote shard that is moving gets (503; the HTTP front adds Retry-After to it). */
+export const SHARD_MOVING_MESSAGE = 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).';
 
 export interface PoolOptions {
   shards: number;
@@ -220,7 +222,7 @@ export class ShardPool {
           // Down again already: the next 'up' asks again.
         }
       });
-      link.on('down', () => this.failShard(shard, 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).'));
+      link.on('down', () => this.failShard(shard, SHARD_MOVING_MESSAGE));
     });
   }
 
@@ -309,7 +311,7 @@ export class ShardPool {
   send(cmd: Command): Promise<StoredReply> {
     const shard = shardOf(cmd.partition, this.options.shards);
     if (!this.reachable(shard)) {
-      return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).' } });
+      return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: SHARD_MOVING_MESSAGE } });
     }
     if (this.inFlight[shard]! >= this.options.shardQueueMax) {
       return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is at capacity; retry shortly.' } });
@@ -423,7 +425,7 @@ export class ShardPool {
             this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
             this.listWaiters.set(n, { shard, resolve });
           } catch {
-            resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message: 'The shard is moving to another node; retry shortly.' } });
+            resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message: SHARD_MOVING_MESSAGE } });
           }
         });
       }),
