@@ -280,7 +280,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     requeryAfterMs: config.requeryAfterMs,
     crashAt: config.testCrashAt,
     ...(owned === undefined ? {} : { cluster: owned }),
-    ...(owned?.remote === undefined ? {} : { remote: { routeOf: (shard: number) => owned.remote?.routes[shard] ?? null, secret: owned.remote.secret, onIndex: (report: IndexMessage) => restoreIndex(report) } }),
+    ...(owned?.remote === undefined ? {} : { remote: { routeOf: (shard: number) => owned.remote?.routes[shard] ?? null, secret: owned.remote.secret, epoch: owned.epoch, onIndex: (report: IndexMessage) => restoreIndex(report) } }),
     onOutbox: (events) => {
       dispatcher?.ingest(events);
       eventStream?.publish(events);

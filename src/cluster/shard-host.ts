@@ -65,8 +65,10 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
     cluster: { servers: (env[OWNER_ENV.servers] ?? '').split(',').filter((s) => s !== ''), epoch: Number(env[OWNER_ENV.epoch]), fence, lease, holdMs: Number(env[OWNER_ENV.holdMs] ?? '0'), tails },
   };
 
-  /** The newest authenticated link: the front. Older links still get the answers to what they sent. */
+  /** The link of the newest front (highest epoch); an older front's link is closed when it comes. */
   let front: Link | null = null;
+  let frontEpoch = 0;
+  const links = new Set<Link>();
   /** This process's number of a command, list, ping or snapshot → the link and the number it came with. */
   const asked = new Map<number, { link: Link; n: number }>();
   let nextN = 1;
@@ -161,11 +163,16 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
       (message) => {
         if (!hello) {
           const first = message as Partial<LinkHello>;
-          if (first.type !== 'hello' || first.shard !== shard || !secretMatches(first.token, secret)) {
+          if (first.type !== 'hello' || first.shard !== shard || !secretMatches(first.token, secret) || typeof first.epoch !== 'number' || first.epoch < frontEpoch) {
             socket.destroy();
             return;
           }
           hello = true;
+          // A deposed front sends nothing more here: what it sent before is answered (to nobody) before
+          // the new front's index question is, so that index holds every record it may have relayed.
+          for (const other of links) other.socket.destroy();
+          links.add(link);
+          frontEpoch = first.epoch;
           front = link;
           // What waited for a front goes to it first; the index it asks for next brings the outbox again anyway.
           for (const kept of unlinked.splice(0)) send(link, kept);
@@ -179,6 +186,7 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
       },
     );
     socket.once('close', () => {
+      links.delete(link);
       if (front === link) front = null;
       for (const [n, to] of asked) if (to.link === link) asked.delete(n);
     });

@@ -11,7 +11,7 @@ import type { ShardToMain } from '../shard/protocol.ts';
 
 /** A frame larger than this ends the link (a command or a page is far smaller). */
 const FRAME_BYTES_MAX = 256 * 1024 * 1024;
-/** How often a link that is down looks for its shard's route again. */
+/** How often a link that is down looks for its shard's route again (and an open one checks it still holds). */
 const RECONNECT_MS = 100;
 
 /** The first frame on a link: which shard the front wants, and the cluster secret. */
@@ -19,6 +19,8 @@ export interface LinkHello {
   type: 'hello';
   shard: number;
   token: string;
+  /** The front's epoch (its `owner` lease revision): a host keeps only the newest front's link. */
+  epoch: number;
 }
 
 /** Where a shard is served now (a shard host's link listener), or null while it moves. */
@@ -75,14 +77,24 @@ export class RemoteShard extends EventEmitter {
   private open = false;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
+  /** The route the open link was made on, and the timer that drops the link once the route changes. */
+  private linkedTo = '';
+  private readonly watch: NodeJS.Timeout;
 
   constructor(
     readonly shard: number,
     private readonly routeOf: (shard: number) => ShardRoute,
     private readonly secret: string,
+    private readonly epoch: number,
   ) {
     super();
     setImmediate(() => this.connect());
+    // The shard moved (its lease lapsed, was lost or handed back): a host that is frozen or cut off
+    // would keep the socket open and answer nothing, so the link follows the route, not the socket.
+    this.watch = setInterval(() => {
+      if (this.socket !== null && this.linkedTo !== JSON.stringify(this.routeOf(this.shard))) this.socket.destroy();
+    }, RECONNECT_MS);
+    this.watch.unref();
   }
 
   get up(): boolean {
@@ -100,8 +112,9 @@ export class RemoteShard extends EventEmitter {
     const socket = net.connect({ host: route.host, port: route.port });
     socket.setNoDelay(true);
     this.socket = socket;
+    this.linkedTo = JSON.stringify(route);
     socket.once('connect', () => {
-      writeFrame(socket, { type: 'hello', shard: this.shard, token: this.secret } satisfies LinkHello);
+      writeFrame(socket, { type: 'hello', shard: this.shard, token: this.secret, epoch: this.epoch } satisfies LinkHello);
       this.open = true;
       this.emit('up');
     });
@@ -124,6 +137,7 @@ export class RemoteShard extends EventEmitter {
   postMessage(message: ShardInbound): void {
     if (message.type === 'stop') {
       this.closed = true;
+      clearInterval(this.watch);
       if (this.retry !== null) clearTimeout(this.retry);
       this.socket?.destroy();
       setImmediate(() => this.emit('exit', 0));

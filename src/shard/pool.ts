@@ -63,7 +63,7 @@ export interface PoolOptions {
    * reached over a link (cluster/shard-link.ts); `onIndex` gets the report a shard sends each time a
    * link to it opens again (it may have moved, and what it stored since the last report is in it).
    */
-  remote?: { routeOf: (shard: number) => ShardRoute; secret: string; onIndex: (report: IndexMessage) => void };
+  remote?: { routeOf: (shard: number) => ShardRoute; secret: string; epoch: number; onIndex: (report: IndexMessage) => void };
 }
 
 interface Pending {
@@ -202,7 +202,7 @@ export class ShardPool {
   /** A shard on another node: its first report resolves the start, later ones (after a move) go to `onIndex`. */
   private startRemote(shard: number, remote: NonNullable<PoolOptions['remote']>): Promise<IndexMessage> {
     for (const [owner, offsetMs] of this.options.clockOffsets) this.clocks.set(owner, offsetMs);
-    const link = new RemoteShard(shard, remote.routeOf, remote.secret);
+    const link = new RemoteShard(shard, remote.routeOf, remote.secret, remote.epoch);
     this.workers.push(link);
     let started = false;
     return new Promise((resolve) => {

@@ -104,6 +104,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf, (sample) => metrics.connectorCall(sample))));
   const queue: Queued[] = [];
   let flushScheduled = false;
+  /** Commands taken off the queue so far (an `index` question waits for those sent before it). */
+  let dequeued = 0;
   let recordsSinceSnapshot = recovered.replayed;
   /** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
   const dirty = new Set<number>(partitions);
@@ -206,6 +208,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     flushScheduled = false;
     if (closed) return;
     const taken = queue.splice(0, data.batchCommandsMax);
+    dequeued += taken.length;
     const batch = [...taken.filter((item) => READ_KINDS.has(item.cmd.k)), ...taken.filter((item) => !READ_KINDS.has(item.cmd.k))];
     const records: Array<{ partition: number; body: string }> = [];
     const replies: Array<{ n: number; reply: StoredReply }> = [];
@@ -411,9 +414,25 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       case 'snapshot':
         void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));
         return;
-      case 'index':
-        reportIndex();
+      case 'index': {
+        // A front that links (a new one, or after a move) must learn every record this shard may have
+        // answered: everything sent before the question is executed, made durable and its rows written first.
+        const target = dequeued + queue.length;
+        const whenDone = (): void => {
+          if (closed) return;
+          if (dequeued < target) {
+            setImmediate(whenDone);
+            return;
+          }
+          void allDurable().then(() => {
+            if (closed) return;
+            writeDerived();
+            reportIndex();
+          });
+        };
+        whenDone();
         return;
+      }
       case 'stop':
         if (stopping) return;
         stopping = true;

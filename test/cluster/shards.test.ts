@@ -4,73 +4,22 @@
 // while the others keep answering. Every process is killed by PID when the test ends.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { load, processGone, replayAll, type Acked, type Api, type Fixture } from '../helpers/cluster-load.ts';
-import { withCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { client, idem, secretKey } from '../helpers/server.ts';
+import { load, processGone, replayAll, type Acked, type Fixture } from '../helpers/cluster-load.ts';
+import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
-import { partitionOfId } from '../../src/ids.ts';
+import { answering, customerOn, retried, spread, SPREAD_ENV, SHARDS } from '../helpers/cluster-shards.ts';
 
 const key = secretKey();
 const keys = [`${key}@cluster`];
 const skip = natsServerBinary() !== null ? false : 'nats-server is not installed (apt-get install nats-server)';
-const SHARDS = 3;
-const env = { KOBO_CLUSTER_OWNERSHIP: 'shard', KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '0' };
-
-interface Status {
-  owner: { node: string } | null;
-  nodes: Array<{ node: string; held: number[]; lag: Array<number | null> }>;
-  shards: Array<{ shard: number; owner: { node: string; epoch: number } | null; lastSeq: number }>;
-}
-
-function statusOf(cluster: KoboCluster, via: number): Status {
-  const r = kobo(cluster.nodes[via]!.server.dataDir, 'cluster', 'status', '--json', '--nats', cluster.nats.urls.join(','));
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout) as Status;
-}
-
-/** Waits until every shard has an owner and a front is up, the owners spread over at least `nodesMin` nodes. */
-async function spread(cluster: KoboCluster, via: number, nodesMin: number, timeoutMs: number): Promise<Status> {
-  const until = Date.now() + timeoutMs;
-  let last: Status | null = null;
-  while (Date.now() < until) {
-    last = statusOf(cluster, via);
-    const owners = new Set(last.shards.map((s) => s.owner?.node ?? null));
-    if (last.owner !== null && !owners.has(null) && owners.size >= nodesMin && last.shards.length === SHARDS) return last;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  assert.fail(`the shards did not spread over ${nodesMin} nodes: ${JSON.stringify(last)}`);
-}
-
-/** A request that may meet a move (503 with Retry-After) is sent again with the same key. */
-async function retried(api: Api, method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<{ status: number; body: any }> {
-  const idempotencyKey = method === 'POST' ? idem() : undefined;
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await api(method, path, { ...(idempotencyKey === undefined ? {} : { idempotencyKey }), ...(body === undefined ? {} : { body }) }).catch(() => null);
-    if (r !== null && r.status !== 503) return r;
-    if (r !== null) assert.ok(r.headers.get('retry-after') !== null, 'a 503 says when to retry');
-    if (Date.now() > until) assert.fail(`${method} ${path}: still unavailable after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-const shardOf = (id: string): number => partitionOfId(id) % SHARDS;
-
-/** A customer whose partition lies on `shard` (the server picks partitions: created until one does). */
-async function customerOn(api: Api, shard: number): Promise<string> {
-  for (let i = 0; i < 200; i += 1) {
-    const r = await retried(api, 'POST', '/v1/customers', { name: 'Spread', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    if (shardOf(r.body.data.id) === shard) return r.body.data.id;
-  }
-  assert.fail(`no customer landed on shard ${shard}`);
-}
 
 test('cluster, per-shard ownership: shards spread over 3 nodes → payments, cross-node transfers and orders through every node; kill -9 of a shard owner under load → its shard serves again within 15 s on a survivor, the other shards answer throughout, every acknowledged request replays the same, verify clean', { skip, timeout: 300_000 }, () =>
-  withCluster({ keys, env }, async (cluster) => {
+  withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
     const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 2, 60_000);
+    const status = await spread(cluster, 0, 3, 60_000);
+    await answering(apis);
     const ownerOf = (shard: number): string => status.shards[shard]!.owner!.node;
     const front = status.owner!.node;
     process.stdout.write(`# owners: ${status.shards.map((s) => `${s.shard}→${s.owner?.node}`).join(' ')}, front ${front}\n`);
