@@ -25,17 +25,7 @@ const keys = [`${key}@bench`];
 const env = { KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000000', KOBO_RATE_LIMIT_READ_PER_MIN: '100000000' };
 
 
-async function bodyFor(baseUrl: string): Promise<string> {
-  const api = client(baseUrl, key);
-  const c = await api('POST', '/v1/customers', { idempotencyKey: idem(), body: { name: 'Bench', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
-  if (c.status !== 201) throw new Error(`customer: ${c.status} ${JSON.stringify(c.body)}`);
-  // tier_3 (NGN 5e9 a day): the runs stay far below the customer's daily limit.
-  const tier = await api('PATCH', `/v1/customers/${c.body.data.id}`, { body: { tier: 'tier_3' } });
-  if (tier.status !== 200) throw new Error(`tier_3: ${tier.status} ${JSON.stringify(tier.body)}`);
-  return JSON.stringify({ customer_id: c.body.data.id, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' });
-}
-
-/** Per-shard ownership: bodies for customers on every one of `shards` shards (`each` per shard). */
+/** Bodies for customers on every one of `shards` shards (`each` per shard), tier_3 (far below any daily limit). */
 async function bodiesOnEveryShard(baseUrl: string, shards: number, each: number): Promise<string[]> {
   const api = client(baseUrl, key);
   const perShard = new Array<number>(shards).fill(0);
@@ -77,9 +67,11 @@ const rows: Array<{ target: string; result: WrkResult }> = [];
 const wrk = (baseUrl: string, file: string, connections: number, nonce: string): Promise<WrkResult> =>
   runWrk({ url: `${baseUrl}/v1/payments`, core: CLIENT_CORE, threads: 1, connections, durationS: DURATION_S, script: file, scriptArgs: [nonce] });
 
-const single = await startServer({ keys, env });
+// Every row runs 3 shards and posts for customers on every shard (2 each): the same work everywhere.
+const SPREAD_SHARDS = 3;
+const single = await startServer({ keys, env, shards: SPREAD_SHARDS });
 try {
-  const file = postScript(dir, { name: 'single', bodies: [await bodyFor(single.baseUrl)], authorization: `Bearer ${key}` });
+  const file = postScript(dir, { name: 'single', bodies: await bodiesOnEveryShard(single.baseUrl, SPREAD_SHARDS, 2), authorization: `Bearer ${key}` });
   await wrk(single.baseUrl, file, CONNECTIONS, 'warm-single');
   rows.push({ target: 'single node (default, no NATS)', result: await wrk(single.baseUrl, file, CONNECTIONS, 'single') });
 } finally {
@@ -93,21 +85,20 @@ async function aggregate(cluster: KoboCluster, file: string, label: string): Pro
   return { ...all[0]!, requests: all.reduce((s, r) => s + r.requests, 0), requestsPerSec: all.reduce((s, r) => s + r.requestsPerSec, 0), latencyP50Ms: Math.max(...all.map((r) => r.latencyP50Ms)), latencyP99Ms: Math.max(...all.map((r) => r.latencyP99Ms)), non2xx: all.reduce((s, r) => s + r.non2xx, 0), socketErrors: all.reduce((s, r) => s + r.socketErrors, 0) };
 }
 
-const cluster = await startKoboCluster({ keys, env });
+const cluster = await startKoboCluster({ keys, env: { ...env, KOBO_SHARDS: String(SPREAD_SHARDS) } });
 try {
   const owner = await cluster.owner();
   const follower = (owner + 1) % 3;
   const ownerUrl = cluster.nodes[owner]!.server.baseUrl;
-  const file = postScript(dir, { name: 'cluster', bodies: [await bodyFor(ownerUrl)], authorization: `Bearer ${key}` });
+  const file = postScript(dir, { name: 'cluster', bodies: await bodiesOnEveryShard(ownerUrl, SPREAD_SHARDS, 2), authorization: `Bearer ${key}` });
   await wrk(ownerUrl, file, CONNECTIONS, 'warm-cluster');
-  rows.push({ target: 'cluster: at the owning node', result: await wrk(ownerUrl, file, CONNECTIONS, 'owner') });
-  rows.push({ target: 'cluster: at a follower (forwarded)', result: await wrk(cluster.nodes[follower]!.server.baseUrl, file, CONNECTIONS, 'follower') });
-  rows.push({ target: `cluster: all three nodes at once (${Math.floor(CONNECTIONS / 3)} connections each)`, result: await aggregate(cluster, file, 'all') });
+  rows.push({ target: 'cluster, node-wide lease: at the owning node', result: await wrk(ownerUrl, file, CONNECTIONS, 'owner') });
+  rows.push({ target: 'cluster, node-wide lease: at a follower (forwarded)', result: await wrk(cluster.nodes[follower]!.server.baseUrl, file, CONNECTIONS, 'follower') });
+  rows.push({ target: `cluster, node-wide lease: all three nodes at once (${Math.floor(CONNECTIONS / 3)} connections each)`, result: await aggregate(cluster, file, 'all') });
 } finally {
   await cluster.stop();
 }
 
-const SPREAD_SHARDS = 3;
 const spread = await startKoboCluster({ keys, env: { ...env, KOBO_CLUSTER_OWNERSHIP: 'shard', KOBO_SHARDS: String(SPREAD_SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '0' } });
 try {
   const owners = await spreadOver(spread, SPREAD_SHARDS);
