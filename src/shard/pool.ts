@@ -421,10 +421,12 @@ export class ShardPool {
       asked.map((shard) => {
         const n = this.nextN++;
         return new Promise<ListAnswer>((resolve) => {
+          // Set first: an inline shard may answer within postMessage.
+          this.listWaiters.set(n, { shard, resolve });
           try {
             this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
-            this.listWaiters.set(n, { shard, resolve });
           } catch {
+            this.listWaiters.delete(n);
             resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message: SHARD_MOVING_MESSAGE } });
           }
         });
