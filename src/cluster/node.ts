@@ -17,8 +17,8 @@ import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
 import { ensureStreams, fence } from './fencing.ts';
-import { OWNER_ENV, type LeaseMessage, type RoutesMessage, type TailsAnswer, type TailsQuestion } from './owner-child.ts';
-import { ShardOwners } from './shard-owners.ts';
+import { OWNER_ENV, type LeaseMessage, type RoutesMessage, type TailsAnswer } from './owner-child.ts';
+import { askTails, ShardOwners } from './shard-owners.ts';
 import { LeaseKeeper, type OwnerValue, type Renewal } from './lease-keeper.ts';
 import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 
@@ -35,8 +35,6 @@ const HOLD_MS_MIN = 10_000;
 const CLAIM_GRACE_MS = 2_000;
 /** A status report the bucket has not answered in this long counts as the bucket failing. */
 const BUCKET_SLOW_MS = 1_000;
-/** How long the server may take to tell its tails. */
-const TAILS_TIMEOUT_MS = 1_000;
 
 export type { OwnerValue };
 
@@ -184,27 +182,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     if (!stopping && followers.length === 0) await openFollowers().catch((error: unknown) => log(`cluster: ${cluster.node} could not follow the streams yet: ${(error as Error).message}`));
   };
 
-  let tailsAsked = 0;
   /** The server's verified and shipped tail of every stream (shards, then kobo-control). */
-  const askTails = (): Promise<TailsAnswer> => {
-    const running = child;
-    if (running === null) return Promise.reject(new Error('no server'));
-    const id = ++tailsAsked;
-    return new Promise<TailsAnswer>((resolve, reject) => {
-      const onMessage = (message: TailsAnswer): void => {
-        if (message.type !== 'tails' || message.id !== id) return;
-        clearTimeout(timer);
-        running.off('message', onMessage);
-        resolve(message);
-      };
-      const timer = setTimeout(() => {
-        running.off('message', onMessage);
-        reject(new Error('the server did not tell its tails in time'));
-      }, TAILS_TIMEOUT_MS);
-      running.on('message', onMessage);
-      running.send({ type: 'tails', id } satisfies TailsQuestion);
-    });
-  };
+  const serverTails = (): Promise<TailsAnswer> => (child === null ? Promise.reject(new Error('no server')) : askTails(child));
 
   const startChild = async (fences: number[], controlFence: number): Promise<void> => {
     const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', ...(perShard ? { [OWNER_ENV.frontOnly]: '1' } : {}), [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(lease.untilMs), [OWNER_ENV.holdMs]: String(holdMs), KOBO_SHARDS: String(shards) };
@@ -303,7 +282,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
 
   const renew = async (): Promise<void> => {
     // A serving owner whose key lapsed (its bucket's election outlasted the TTL) may re-create it.
-    const renewal: Renewal = await lease.renew(role === 'owner' && child !== null ? askTails : null);
+    const renewal: Renewal = await lease.renew(role === 'owner' && child !== null ? serverTails : null);
     if (renewal.kind === 'renewed') {
       child?.send({ type: 'lease', untilMs: lease.untilMs } satisfies LeaseMessage);
       fronts.wake();

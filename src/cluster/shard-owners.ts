@@ -17,8 +17,28 @@ import { SHARD_HOST_ENV } from './shard-host.ts';
 
 /** How long a shard host may take to recover its shard and listen. */
 const HOST_START_MS_MAX = 60_000;
-/** How long a shard host may take to tell its tails. */
+/** How long a server or shard host may take to tell its tails. */
 const TAILS_TIMEOUT_MS = 1_000;
+let tailsAsked = 0;
+
+/** A server's or shard host's verified and shipped tail of every stream (shards, then kobo-control). */
+export function askTails(child: ChildProcess): Promise<TailsAnswer> {
+  const id = ++tailsAsked;
+  return new Promise<TailsAnswer>((resolve, reject) => {
+    const onMessage = (message: TailsAnswer): void => {
+      if (message.type !== 'tails' || message.id !== id) return;
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      resolve(message);
+    };
+    const timer = setTimeout(() => {
+      child.off('message', onMessage);
+      reject(new Error('the process did not tell its tails in time'));
+    }, TAILS_TIMEOUT_MS);
+    child.on('message', onMessage);
+    child.send({ type: 'tails', id } satisfies TailsQuestion);
+  });
+}
 /** A node status report (written every second) older than this counts the node as gone. */
 const LIVE_REPORT_AGE_MS_MAX = 3_000;
 /** A node starts claiming shards only once it has read the other nodes' reports for this long. */
@@ -71,7 +91,6 @@ export class ShardOwners {
   private readonly freeSinceMs: Array<number | null>;
   private liveReadAtMs = 0;
   private readonly startedAtMs = Date.now();
-  private tailsAsked = 0;
   private stopping = false;
 
   constructor(private readonly deps: ShardOwnersDeps) {
@@ -237,28 +256,10 @@ export class ShardOwners {
     else held.host.kill('SIGTERM');
   }
 
-  private askTails(host: ChildProcess): Promise<TailsAnswer> {
-    const id = ++this.tailsAsked;
-    return new Promise<TailsAnswer>((resolve, reject) => {
-      const onMessage = (message: TailsAnswer): void => {
-        if (message.type !== 'tails' || message.id !== id) return;
-        clearTimeout(timer);
-        host.off('message', onMessage);
-        resolve(message);
-      };
-      const timer = setTimeout(() => {
-        host.off('message', onMessage);
-        reject(new Error('the shard host did not tell its tails in time'));
-      }, TAILS_TIMEOUT_MS);
-      host.on('message', onMessage);
-      host.send({ type: 'tails', id } satisfies TailsQuestion);
-    });
-  }
-
   private async renew(shard: number, held: Held): Promise<void> {
     if (held.lease.revision === 0) return;
     const host = held.host;
-    const renewal = await held.lease.renew(host === null ? null : () => this.askTails(host));
+    const renewal = await held.lease.renew(host === null ? null : () => askTails(host));
     if (renewal.kind === 'renewed') {
       if (host !== null && host.connected) host.send({ type: 'lease', untilMs: held.lease.untilMs } satisfies LeaseMessage);
     } else if (renewal.kind === 'lost') {
