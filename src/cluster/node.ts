@@ -1,7 +1,7 @@
-// A cluster node: the supervisor `npm start` runs when KOBO_CLUSTER_NATS is set. It holds or watches
-// the owner lease (JetStream KV: create to claim, update with the revision to renew, a TTL), follows
-// every shard stream into its data dir as a warm standby, and, once it owns, fences each stream with an
-// epoch marker, catches up, and starts the kobo server (owner-child.ts) on that data dir. Main thread.
+// A cluster node: the supervisor `npm start` runs when KOBO_CLUSTER_NATS is set. It holds or watches the
+// owner lease (JetStream KV), follows the streams into its data dir, and once it owns fences, catches up
+// and starts the kobo server (owner-child.ts); with per-shard ownership that server is the front only and
+// the shards' own leases and hosts are shard-owners.ts's. Main thread.
 // Invariant: the server it starts acknowledges nothing past the lease deadline this node last renewed;
 // while that lease has lapsed but may come back (its bucket electing a leader), requests wait, bounded.
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -239,12 +239,14 @@ export class ShardOwners {
 
   /** The host is gone: the lease is forgotten (or handed back on a planned stop) and the copy follows again. */
   private async letGo(shard: number, held: Held, handBack: boolean): Promise<void> {
-    if (this.held.get(shard) !== held) return;
-    this.held.delete(shard);
-    if (handBack) await held.lease.handBack();
-    else held.lease.forget();
-    this.deps.changed();
-    if (!this.stopping) await this.deps.follow(shard).catch((error: unknown) => this.deps.log(`cluster: ${this.deps.cluster.node} could not follow shard ${shard} again: ${(error as Error).message}`));
+    if (this.held.get(shard) === held) {
+      this.held.delete(shard);
+      if (handBack) await held.lease.handBack();
+      else held.lease.forget();
+      this.deps.changed();
+    }
+    // Also after a lease lost mid-takeover (its follower was already taken off duty); `follow` is idempotent.
+    if (!this.stopping && !this.held.has(shard)) await this.deps.follow(shard).catch((error: unknown) => this.deps.log(`cluster: ${this.deps.cluster.node} could not follow shard ${shard} again: ${(error as Error).message}`));
   }
 
   /** Drains a shard's host (SIGTERM: it snapshots and closes), then hands its lease back. */

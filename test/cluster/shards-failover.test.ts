@@ -112,7 +112,10 @@ test('cluster, per-shard ownership: a frozen shard owner (SIGSTOP) loses its sha
     running = false;
     await loading;
     process.stdout.write(`# acknowledged ${acked.length}; refused or cut ${errors.length}\n`);
-    // Every 2xx any client saw, the frozen node's late answers included, is found with the same body.
+    // The thawed node is below its share again: a shard moves back to it. Once they are spread again,
+    // every 2xx any client saw, the frozen node's late answers included, is found with the same body.
+    await spread(cluster, via, 3, 60_000);
+    await answering(apis);
     await replayAll(apis[via]!, acked);
     const forwarded = await apis[stale]!('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: onFrozen, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } });
     assert.equal(forwarded.status, 201, JSON.stringify(forwarded.body));
