@@ -55,7 +55,14 @@ try {
 }
 if (process.env.KOBO_CLUSTER_ROLE === 'shard-host') {
   // One shard of a cluster node with per-shard ownership (cluster/shard-host.ts); its node stops it.
-  const host = runShardHost(config, (message) => logging.lifecycle(message));
+  let host: ReturnType<typeof runShardHost>;
+  try {
+    host = runShardHost(config, (message) => logging.lifecycle(message));
+  } catch (error) {
+    logging.flush();
+    process.stderr.write(`kobo: cannot start: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
   stop = (signal: string): void => {
     logging.lifecycle(`${signal}: stopping the shard host`);
     logging.flush();

@@ -2,7 +2,7 @@
 // status --json` reports it, waiting for the shards to spread, requests retried through a move, and
 // customers placed on a chosen shard. Test-side only. Invariant: a retried POST keeps its Idempotency-Key.
 import assert from 'node:assert/strict';
-import { idem, uniqueEmail, uniquePhone } from './server.ts';
+import { idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
 import type { Api } from './cluster-load.ts';
 import type { KoboCluster } from './cluster.ts';
 import { kobo } from './cli.ts';
@@ -37,7 +37,7 @@ export async function spread(cluster: KoboCluster, via: number, nodesMin: number
 }
 
 /** A request that may meet a move (503 with Retry-After) is sent again with the same key. */
-export async function retried(api: Api, method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<{ status: number; body: any }> {
+export async function retried(api: Api, method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<ApiResponse> {
   const idempotencyKey = method === 'POST' ? idem() : undefined;
   const until = Date.now() + timeoutMs;
   for (;;) {
