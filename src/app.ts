@@ -21,6 +21,7 @@ import { restrictDataDir } from './store/private-files.ts';
 import { describeHolder, RESTORE_MARKER, tryLockDataDir } from './store/dir-lock.ts';
 import type { ReconciliationNotice } from './metrics/shard-metrics.ts';
 import { ShardPool } from './shard/pool.ts';
+import type { IndexMessage } from './shard/protocol.ts';
 import { ControlStore, generateSecret, type OperatorAction } from './store/control-store.ts';
 import type { Command } from './shard/protocol.ts';
 import { Authenticator } from './http/auth.ts';
@@ -279,6 +280,7 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     requeryAfterMs: config.requeryAfterMs,
     crashAt: config.testCrashAt,
     ...(owned === undefined ? {} : { cluster: owned }),
+    ...(owned?.remote === undefined ? {} : { remote: { routeOf: (shard: number) => owned.remote?.routes[shard] ?? null, secret: owned.remote.secret, epoch: owned.epoch, onIndex: (report: IndexMessage) => restoreIndex(report) } }),
     onOutbox: (events) => {
       dispatcher?.ingest(events);
       eventStream?.publish(events);
@@ -312,14 +314,18 @@ export async function startApp(config_: Readonly<Config>, log: Log, logging?: Lo
     },
   });
   const started = Date.now();
-  const reports = await pool.start();
-  dispatcher.start();
   const customers = new CustomerIndex();
-  let replayed = 0;
-  for (const report of reports) {
+  /** A shard's customers and stored idempotency keys, into the front's indexes (again after a shard moved: they only add). */
+  const restoreIndex = (report: IndexMessage): void => {
     for (const [owner, email, phone, id] of report.customers) customers.restore(owner, email, phone, id);
     const pairs = report.idempotencyScopes;
     for (let i = 0; i + 1 < pairs.length; i += 2) idempotency.restore(pairs[i]!, pairs[i + 1]!);
+  };
+  const reports = await pool.start();
+  dispatcher.start();
+  let replayed = 0;
+  for (const report of reports) {
+    restoreIndex(report);
     replayed += report.recovered.replayed;
     debug(`shard ${report.shard} recovered`, { replayed: report.recovered.replayed, cut: report.recovered.cut, last_lsn: report.recovered.lastLsn });
     if (report.recovered.cut > 0) log(`shard ${report.shard}: cut ${report.recovered.cut} torn WAL record(s) at the tail`);

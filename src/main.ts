@@ -7,6 +7,7 @@ import { startApp } from './app.ts';
 import { createLogging } from './ops/logger.ts';
 import { loadClusterConfig, type ClusterConfig } from './cluster/cluster-config.ts';
 import { runClusterNode } from './cluster/node.ts';
+import { runShardHost } from './cluster/shard-host.ts';
 
 // Stacks in the log point at src/*.ts lines, not at the bundle (dist/main.js.map).
 process.setSourceMapsEnabled(true);
@@ -52,7 +53,23 @@ try {
   process.stderr.write(`kobo: ${error instanceof ConfigError ? error.message : (error as Error).stack}\n`);
   process.exit(78); // EX_CONFIG
 }
-if (cluster !== null) {
+if (process.env.KOBO_CLUSTER_ROLE === 'shard-host') {
+  // One shard of a cluster node with per-shard ownership (cluster/shard-host.ts); its node stops it.
+  let host: ReturnType<typeof runShardHost>;
+  try {
+    host = runShardHost(config, (message) => logging.lifecycle(message));
+  } catch (error) {
+    logging.flush();
+    process.stderr.write(`kobo: cannot start: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  stop = (signal: string): void => {
+    logging.lifecycle(`${signal}: stopping the shard host`);
+    logging.flush();
+    host.stop();
+  };
+  if (stopAsked !== null) stop(stopAsked);
+} else if (cluster !== null) {
   // A cluster node: its supervisor serves the listeners and starts the server while it owns (cluster/node.ts).
   // Until it is up it has answered nothing and may wait on JetStream for a minute: a stop then ends the
   // process at once (what it wrote is recovered as after a kill -9), rather than once JetStream answers.

@@ -7,8 +7,10 @@ import { connectJetStream, CONTROL_STREAM, LEASE_BUCKET, OWNER_KEY, streamOf } f
 
 export interface ClusterStatus {
   owner: { node: string; url: string; epoch: number; renewedMsAgo: number } | null;
-  nodes: Array<{ node: string; role: string; epoch: number; url: string; reportedMsAgo: number; lag: number[]; controlLag: number | null }>;
-  shards: Array<{ shard: number; lastSeq: number; messages: number; bytes: number; leader: string; replicas: Array<{ name: string; current: boolean; lag: number }> }>;
+  /** `lag` per shard: null where the node holds that shard's lease (per-shard ownership). */
+  nodes: Array<{ node: string; role: string; epoch: number; url: string; reportedMsAgo: number; lag: Array<number | null>; controlLag: number | null; held: number[] }>;
+  /** `owner`: the holder of the shard's own lease (per-shard ownership; null: none or node-wide ownership). */
+  shards: Array<{ shard: number; lastSeq: number; messages: number; bytes: number; leader: string; replicas: Array<{ name: string; current: boolean; lag: number }>; owner: { node: string; epoch: number } | null }>;
   /** The replicated control rows' stream (null: not created yet); `messages` is about one per row. */
   control: { lastSeq: number; messages: number; bytes: number; leader: string } | null;
 }
@@ -49,7 +51,10 @@ export async function clusterStatus(servers: readonly string[]): Promise<Cluster
     })) if (/^kobo-shard-\d+$/.test(name)) shards += 1;
     for (let shard = 0; shard < shards; shard += 1) {
       const info = await patiently(() => jsm.streams.info(streamOf(shard)));
+      const leaseEntry = await patiently(() => kv.get(`shard.${shard}`));
+      const shardOwner = leaseEntry !== null && leaseEntry.operation === 'PUT' ? ownerOf(leaseEntry.json() as { node: string; url: string; epoch?: number }, leaseEntry.revision) : null;
       streams.push({
+        owner: shardOwner === null ? null : { node: shardOwner.node, epoch: shardOwner.epoch },
         shard,
         lastSeq: info.state.last_seq,
         messages: info.state.messages,
@@ -69,14 +74,17 @@ export async function clusterStatus(servers: readonly string[]): Promise<Cluster
       const entry = await patiently(() => kv.get(key));
       if (entry === null || entry.operation !== 'PUT') continue;
       const readAt = Date.now();
-      const report = entry.json() as { node: string; role: string; epoch: number; url: string; positions: number[]; control?: number | null; atMs: number };
+      const report = entry.json() as { node: string; role: string; epoch: number; url: string; positions: number[]; control?: number | null; atMs: number; followed?: number[]; held?: number[] };
+      // Per-shard ownership: `positions` are those of the `followed` shards, in that order.
+      const positionOf = (shard: number): number | undefined => (report.followed === undefined ? report.positions[shard] : report.positions[report.followed.indexOf(shard)]);
       nodes.push({
         node: report.node,
         role: owner !== null && owner.node === report.node ? 'owner' : report.role,
         epoch: report.epoch,
         url: report.url,
         reportedMsAgo: Math.max(0, readAt - report.atMs),
-        lag: streams.map((s) => (report.positions.length === 0 ? 0 : Math.max(0, s.lastSeq - (report.positions[s.shard] ?? 0)))),
+        lag: streams.map((s) => (report.held?.includes(s.shard) === true ? null : report.positions.length === 0 ? 0 : Math.max(0, s.lastSeq - (positionOf(s.shard) ?? 0)))),
+        held: report.held ?? [],
         controlLag: control === null || report.control === undefined || report.control === null ? null : Math.max(0, control.lastSeq - report.control),
       });
     }
@@ -91,9 +99,10 @@ export function formatStatus(status: ClusterStatus): string {
   const lines: string[] = [];
   lines.push(status.owner === null ? 'owner: none (a move is under way, or no node is up)' : `owner: ${status.owner.node} (epoch ${status.owner.epoch}, lease renewed ${status.owner.renewedMsAgo} ms ago, internal ${status.owner.url})`);
   lines.push('nodes:');
-  for (const n of status.nodes) lines.push(`  ${n.node}  ${n.role}  reported ${n.reportedMsAgo} ms ago  lag ${n.role === 'owner' ? '-' : n.lag.join(',')}`);
+  const perShard = status.shards.some((s) => s.owner !== null);
+  for (const n of status.nodes) lines.push(`  ${n.node}  ${n.role}  reported ${n.reportedMsAgo} ms ago  lag ${n.role === 'owner' && !perShard ? '-' : n.lag.map((l) => l ?? '-').join(',')}${perShard ? `  owns shards ${n.held.join(',') || 'none'}` : ''}`);
   lines.push('shards:');
-  for (const s of status.shards) lines.push(`  shard ${s.shard}: last seq ${s.lastSeq}, ${s.messages} messages, ${s.bytes} bytes, leader ${s.leader}, replicas ${s.replicas.map((r) => `${r.name}${r.current ? '' : ` (behind ${r.lag})`}`).join(' ') || '-'}`);
+  for (const s of status.shards) lines.push(`  shard ${s.shard}:${perShard ? ` owner ${s.owner === null ? 'none (moving)' : `${s.owner.node} (epoch ${s.owner.epoch})`},` : ''} last seq ${s.lastSeq}, ${s.messages} messages, ${s.bytes} bytes, leader ${s.leader}, replicas ${s.replicas.map((r) => `${r.name}${r.current ? '' : ` (behind ${r.lag})`}`).join(' ') || '-'}`);
   const c = status.control;
   if (c !== null) lines.push(`control rows: last seq ${c.lastSeq}, ${c.messages} messages, ${c.bytes} bytes, leader ${c.leader}; lag ${status.nodes.map((n) => `${n.node} ${n.role === 'owner' || n.controlLag === null ? '-' : n.controlLag}`).join(', ')}`);
   return `${lines.join('\n')}\n`;

@@ -17,6 +17,8 @@ export interface ClusterConfig {
   imageIntervalSeconds: number;
   /** How often a follower images its own copy so a takeover replays little (0: never). */
   copyImageSeconds: number;
+  /** 'node': one node owns every shard (the `owner` lease); 'shard': a lease per shard, shards spread over the nodes. */
+  ownership: 'node' | 'shard';
 }
 
 /** Written by a cluster node into its data dir: how the kobo CLI on that machine finds the cluster. */
@@ -35,7 +37,7 @@ function intOf(env: NodeJS.ProcessEnv, name: string, fallback: number, min: numb
 /** Null when this process is not a clustered node (or is the server a node started). */
 export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConfig | null {
   const nats = (env.KOBO_CLUSTER_NATS ?? '').trim();
-  if (nats === '' || env.KOBO_CLUSTER_ROLE === 'owner') return null;
+  if (nats === '' || env.KOBO_CLUSTER_ROLE === 'owner' || env.KOBO_CLUSTER_ROLE === 'shard-host') return null;
   const servers = nats.split(',').map((s) => s.trim()).filter((s) => s !== '');
   for (const server of servers) if (!/^nats:\/\/[^\s/]+$/.test(server)) throw new ConfigError(`config: KOBO_CLUSTER_NATS must list nats://host:port URLs, got "${server}"`);
   const node = env.KOBO_CLUSTER_NODE ?? '';
@@ -45,6 +47,8 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): Cluster
   const internalHost = env.KOBO_CLUSTER_INTERNAL_HOST ?? env.HOST ?? '127.0.0.1';
   const internalPort = intOf(env, 'KOBO_CLUSTER_INTERNAL_PORT', 7422, 1, 65535);
   const advertiseUrl = env.KOBO_CLUSTER_ADVERTISE_URL ?? `http://${internalHost}:${internalPort}`;
+  const ownership = env.KOBO_CLUSTER_OWNERSHIP ?? 'node';
+  if (ownership !== 'node' && ownership !== 'shard') throw new ConfigError(`config: KOBO_CLUSTER_OWNERSHIP must be "node" or "shard", got "${ownership}"`);
   if (!/^https?:\/\/[^\s/]+$/.test(advertiseUrl)) throw new ConfigError(`config: KOBO_CLUSTER_ADVERTISE_URL must be http://host:port, got "${advertiseUrl}"`);
   return {
     servers,
@@ -57,5 +61,6 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): Cluster
     replicas: intOf(env, 'KOBO_CLUSTER_REPLICAS', 3, 1, 5),
     imageIntervalSeconds: intOf(env, 'KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS', 600, 0, 86_400),
     copyImageSeconds: intOf(env, 'KOBO_CLUSTER_COPY_IMAGE_SECONDS', 10, 0, 86_400),
+    ownership,
   };
 }

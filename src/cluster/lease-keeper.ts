@@ -23,6 +23,8 @@ export interface OwnerValue {
   url: string;
   claim?: string;
   epoch?: number;
+  /** A shard lease's holder: where its shard host's link listens (host:port), once it does. */
+  link?: string;
 }
 
 /** What one renewal did. */
@@ -45,10 +47,25 @@ export class LeaseKeeper {
   constructor(
     private readonly kv: KV,
     private readonly jsm: JetStreamManager,
-    private readonly options: { node: string; url: string; leaseMs: number; shards: number; log: (message: string) => void },
+    private readonly options: {
+      node: string;
+      url: string;
+      leaseMs: number;
+      shards: number;
+      log: (message: string) => void;
+      /** The key (default `owner`, the node-wide or front lease; `shard.<n>` for one shard). */
+      key?: string;
+      /** The streams a re-created lease must find untouched, each with its slot in the tails answer (default: every shard's and kobo-control). */
+      streams?: Array<{ name: string; slot: number }>;
+    },
   ) {
     this.value = { node: options.node, url: options.url, claim: randomBytes(8).toString('hex') };
+    this.key = options.key ?? OWNER_KEY;
+    this.streams = options.streams ?? [...Array.from({ length: options.shards }, (_, shard) => ({ name: streamOf(shard), slot: shard })), { name: CONTROL_STREAM, slot: options.shards }];
   }
+
+  private readonly key: string;
+  private readonly streams: Array<{ name: string; slot: number }>;
 
   private deadlineOf(sentAtMs: number): number {
     return sentAtMs + this.options.leaseMs - LEASE_MARGIN_MS;
@@ -58,7 +75,7 @@ export class LeaseKeeper {
   async claim(): Promise<'claimed' | 'taken' | 'unavailable'> {
     const sentAt = Date.now();
     try {
-      this.revision = await this.kv.create(OWNER_KEY, JSON.stringify(this.value));
+      this.revision = await this.kv.create(this.key, JSON.stringify(this.value));
     } catch (error) {
       return apiErrorCode(error) === WRONG_LAST_SEQUENCE ? 'taken' : 'unavailable';
     }
@@ -76,7 +93,7 @@ export class LeaseKeeper {
 
   /** Gives the lease back at once (a stop, or a lost re-creation) so that another node need not wait for its TTL. */
   async handBack(): Promise<void> {
-    if (this.revision > 0) await this.kv.delete(OWNER_KEY, { previousSeq: this.revision }).catch(() => {});
+    if (this.revision > 0) await this.kv.delete(this.key, { previousSeq: this.revision }).catch(() => {});
     this.forget();
   }
 
@@ -88,7 +105,7 @@ export class LeaseKeeper {
   async renew(tails: (() => Promise<TailsAnswer>) | null): Promise<Renewal> {
     const sentAt = Date.now();
     try {
-      this.revision = await this.kv.update(OWNER_KEY, JSON.stringify(this.value), this.revision, RENEW_TIMEOUT_MS);
+      this.revision = await this.kv.update(this.key, JSON.stringify(this.value), this.revision, RENEW_TIMEOUT_MS);
     } catch (error) {
       if (apiErrorCode(error) !== WRONG_LAST_SEQUENCE) return { kind: 'pending' };
       if (tails === null) return { kind: 'lost', why: 'the lease is held by another node' };
@@ -104,7 +121,7 @@ export class LeaseKeeper {
 
   /** The key is not at our revision: ours again (re-created), or somebody else's. */
   private async regain(tails: () => Promise<TailsAnswer>): Promise<Renewal> {
-    const entry = await this.kv.get(OWNER_KEY).catch(() => undefined);
+    const entry = await this.kv.get(this.key).catch(() => undefined);
     if (entry === undefined) return { kind: 'pending' };
     if (entry !== null && entry.operation === 'PUT') {
       const held = entry.json() as OwnerValue;
@@ -116,7 +133,7 @@ export class LeaseKeeper {
     }
     const sentAt = Date.now();
     try {
-      this.revision = await this.kv.create(OWNER_KEY, JSON.stringify(this.value));
+      this.revision = await this.kv.create(this.key, JSON.stringify(this.value));
     } catch {
       return { kind: 'pending' }; // the next poll reads the key again: ours, another node's, or still free
     }
@@ -137,17 +154,17 @@ export class LeaseKeeper {
     let lasts: number[];
     let mine: TailsAnswer;
     try {
-      const names = [...Array.from({ length: this.options.shards }, (_, shard) => streamOf(shard)), CONTROL_STREAM];
       lasts = [];
-      for (const name of names) lasts.push((await this.jsm.streams.info(name)).state.last_seq);
+      for (const { name } of this.streams) lasts.push((await this.jsm.streams.info(name)).state.last_seq);
       mine = await tails();
     } catch {
       return { kind: 'pending' };
     }
-    for (const [stream, last] of lasts.entries()) {
-      if (last > (mine.shipped[stream] ?? 0)) return { kind: 'lost', why: `stream ${stream === this.options.shards ? CONTROL_STREAM : streamOf(stream)} ends at ${last}, past anything this owner published (${mine.shipped[stream]}): another node wrote during the lapse` };
+    for (const [i, last] of lasts.entries()) {
+      const { name, slot } = this.streams[i]!;
+      if (last > (mine.shipped[slot] ?? 0)) return { kind: 'lost', why: `stream ${name} ends at ${last}, past anything this owner published (${mine.shipped[slot]}): another node wrote during the lapse` };
     }
-    if (lasts.some((last, stream) => last > (mine.verified[stream] ?? 0))) return { kind: 'pending' };
+    if (lasts.some((last, i) => last > (mine.verified[this.streams[i]!.slot] ?? 0))) return { kind: 'pending' };
     this.untilMs = claimed.untilMs;
     this.unproven = null;
     this.options.log(`cluster: ${this.options.node}'s streams end where it left them (${lasts.join(',')}): serving again under revision ${this.revision}`);

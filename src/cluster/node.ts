@@ -1,7 +1,7 @@
-// A cluster node: the supervisor `npm start` runs when KOBO_CLUSTER_NATS is set. It holds or watches
-// the owner lease (JetStream KV: create to claim, update with the revision to renew, a TTL), follows
-// every shard stream into its data dir as a warm standby, and, once it owns, fences each stream with an
-// epoch marker, catches up, and starts the kobo server (owner-child.ts) on that data dir. Main thread.
+// A cluster node: the supervisor `npm start` runs when KOBO_CLUSTER_NATS is set. It holds or watches the
+// owner lease (JetStream KV), follows the streams into its data dir, and once it owns fences, catches up
+// and starts the kobo server (owner-child.ts); with per-shard ownership that server is the front only and
+// the shards' own leases and hosts are shard-owners.ts's. Main thread.
 // Invariant: the server it starts acknowledges nothing past the lease deadline this node last renewed;
 // while that lease has lapsed but may come back (its bucket electing a leader), requests wait, bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -17,7 +17,8 @@ import { ClusterImages, koboInChild } from './images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
 import { ensureStreams, fence } from './fencing.ts';
-import { OWNER_ENV, type LeaseMessage, type TailsAnswer, type TailsQuestion } from './owner-child.ts';
+import { OWNER_ENV, type LeaseMessage, type RoutesMessage, type TailsAnswer } from './owner-child.ts';
+import { askTails, ShardOwners } from './shard-owners.ts';
 import { LeaseKeeper, type OwnerValue, type Renewal } from './lease-keeper.ts';
 import { writeClusterNodeFile } from '../cli/cluster-writes.ts';
 
@@ -34,8 +35,6 @@ const HOLD_MS_MIN = 10_000;
 const CLAIM_GRACE_MS = 2_000;
 /** A status report the bucket has not answered in this long counts as the bucket failing. */
 const BUCKET_SLOW_MS = 1_000;
-/** How long the server may take to tell its tails. */
-const TAILS_TIMEOUT_MS = 1_000;
 
 export type { OwnerValue };
 
@@ -58,7 +57,10 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const leaseMs = cluster.leaseSeconds * 1_000;
   const holdMs = Math.max(2 * leaseMs, HOLD_MS_MIN);
   const images = await patiently(() => ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas }));
-  const lease = new LeaseKeeper(kv, jsm, { node: cluster.node, url: cluster.advertiseUrl, leaseMs, shards, log });
+  const perShard = cluster.ownership === 'shard';
+  // Per-shard ownership: the `owner` key makes this node the front (the server every request goes to,
+  // the writer of kobo-control); each shard has a lease of its own (shard-owners.ts).
+  const lease = new LeaseKeeper(kv, jsm, { node: cluster.node, url: cluster.advertiseUrl, leaseMs, shards, log, ...(perShard ? { streams: [{ name: CONTROL_STREAM, slot: shards }] } : {}) });
 
   let role: Role = 'follower';
   /** The revision this node's server was started under: part of its msg ids (a re-created lease keeps it). */
@@ -88,7 +90,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const imageCopy = async (): Promise<void> => {
     const current = followers;
     const positions = current.map((f) => f.position).join(',');
-    if (role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
+    // Per-shard ownership: this node's shard hosts write some shard files meanwhile (see docs/decisions.md).
+    if (perShard || role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
     // They let go of their files: image-copy archives segments their open stores would still list.
     for (const follower of current) await follower.pause();
     const startedAt = Date.now();
@@ -171,33 +174,19 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const becomeFollower = async (): Promise<void> => {
     role = 'follower';
     childPort = 0;
+    if (perShard && !stopping && controlFollower === null) {
+      controlFollower = new ControlFollower(config.dataDir, js, jsm);
+      await controlFollower.follow().catch((error: unknown) => log(`cluster: ${cluster.node} could not follow kobo-control yet: ${(error as Error).message}`));
+      return;
+    }
     if (!stopping && followers.length === 0) await openFollowers().catch((error: unknown) => log(`cluster: ${cluster.node} could not follow the streams yet: ${(error as Error).message}`));
   };
 
-  let tailsAsked = 0;
   /** The server's verified and shipped tail of every stream (shards, then kobo-control). */
-  const askTails = (): Promise<TailsAnswer> => {
-    const running = child;
-    if (running === null) return Promise.reject(new Error('no server'));
-    const id = ++tailsAsked;
-    return new Promise<TailsAnswer>((resolve, reject) => {
-      const onMessage = (message: TailsAnswer): void => {
-        if (message.type !== 'tails' || message.id !== id) return;
-        clearTimeout(timer);
-        running.off('message', onMessage);
-        resolve(message);
-      };
-      const timer = setTimeout(() => {
-        running.off('message', onMessage);
-        reject(new Error('the server did not tell its tails in time'));
-      }, TAILS_TIMEOUT_MS);
-      running.on('message', onMessage);
-      running.send({ type: 'tails', id } satisfies TailsQuestion);
-    });
-  };
+  const serverTails = (): Promise<TailsAnswer> => (child === null ? Promise.reject(new Error('no server')) : askTails(child));
 
   const startChild = async (fences: number[], controlFence: number): Promise<void> => {
-    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(lease.untilMs), [OWNER_ENV.holdMs]: String(holdMs), KOBO_SHARDS: String(shards) };
+    const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', ...(perShard ? { [OWNER_ENV.frontOnly]: '1' } : {}), [OWNER_ENV.role]: 'owner', [OWNER_ENV.epoch]: String(epoch), [OWNER_ENV.fences]: fences.join(','), [OWNER_ENV.controlFence]: String(controlFence), [OWNER_ENV.leaseUntil]: String(lease.untilMs), [OWNER_ENV.holdMs]: String(holdMs), KOBO_SHARDS: String(shards) };
     const started = spawn(process.execPath, [...process.execArgv, process.argv[1]!], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child = started;
     let output = '';
@@ -218,6 +207,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
         reject(new Error(`the server exited with ${code} before listening`));
       });
     });
+    sendRoutes(true);
     started.once('exit', (code, signal) => {
       if (child === started) child = null;
       log(`cluster: ${cluster.node}'s server exited (${signal ?? code}); following again`);
@@ -229,7 +219,39 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     });
   };
 
+  /** Per-shard ownership: the front (this node's server, when it holds the `owner` key) learns where each shard is served. */
+  let sentRoutes = '';
+  const sendRoutes = (always = false): void => {
+    if (owners === null || child === null || !child.connected) return;
+    const routes = owners.routes();
+    const text = JSON.stringify(routes);
+    if (!always && text === sentRoutes) return;
+    sentRoutes = text;
+    child.send({ type: 'routes', routes } satisfies RoutesMessage);
+  };
+
+  const takeOverFront = async (): Promise<void> => {
+    role = 'taking-over';
+    try {
+      const controlFence = await fence(js, jsm, CONTROL_STREAM, CONTROL_EPOCH_SUBJECT, controlMsgIdOf(epoch, 0), epoch);
+      const control = controlFollower ?? new ControlFollower(config.dataDir, js, jsm);
+      controlFollower = null;
+      await control.catchUp(controlFence);
+      control.close();
+      if (lease.revision === 0) throw new Error('the lease was lost during the takeover');
+      await startChild(Array.from({ length: shards }, () => 0), controlFence);
+      role = 'owner';
+      log(`cluster: ${cluster.node} holds the front (epoch ${epoch}, control fence ${controlFence}); its shards: ${owners?.heldShards().join(',') || 'none'}`);
+    } catch (error) {
+      log(`cluster: ${cluster.node} could not take the front over: ${(error as Error).message}`);
+      lease.forget();
+      dropChild('takeover failed');
+      if (child === null) await becomeFollower();
+    }
+  };
+
   const takeOver = async (): Promise<void> => {
+    if (perShard) return takeOverFront();
     role = 'taking-over';
     try {
       await endCopyImaging();
@@ -260,7 +282,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
 
   const renew = async (): Promise<void> => {
     // A serving owner whose key lapsed (its bucket's election outlasted the TTL) may re-create it.
-    const renewal: Renewal = await lease.renew(role === 'owner' && child !== null ? askTails : null);
+    const renewal: Renewal = await lease.renew(role === 'owner' && child !== null ? serverTails : null);
     if (renewal.kind === 'renewed') {
       child?.send({ type: 'lease', untilMs: lease.untilMs } satisfies LeaseMessage);
       fronts.wake();
@@ -274,7 +296,29 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     }
   };
 
+  const owners: ShardOwners | null = !perShard ? null : new ShardOwners({
+    kv, js, jsm, cluster, shards, leaseMs, holdMs, log,
+    stopFollowing: async (shard, marker) => {
+      const follower = followers.find((f) => f.shard === shard) ?? new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
+      followers = followers.filter((f) => f !== follower);
+      await follower.catchUp(marker);
+      follower.close();
+    },
+    follow: async (shard) => {
+      if (stopping || followers.some((f) => f.shard === shard)) return;
+      const follower = new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
+      followers.push(follower);
+      await follower.follow();
+    },
+    changed: () => sendRoutes(),
+  });
+
   const poll = async (): Promise<void> => {
+    await pollFront();
+    if (owners !== null) await owners.poll(!stopping && Date.now() - bucketFailedAtMs >= CLAIM_GRACE_MS);
+  };
+
+  const pollFront = async (): Promise<void> => {
     if (lease.revision > 0) {
       await renew();
       return;
@@ -329,7 +373,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.copyImageSeconds * 1_000);
   let imaging = false;
   const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
-    if (imaging || role !== 'owner' || stopping) return;
+    // Per-shard ownership: no node holds every shard file current (see docs/decisions.md).
+    if (imaging || role !== 'owner' || stopping || perShard) return;
     imaging = true;
     void images.publish(epoch).then(
       (written) => {
@@ -339,7 +384,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     ).finally(() => (imaging = false));
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
-    const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), control: controlFollower?.position ?? null, atMs: Date.now() };
+    const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), ...(owners === null ? {} : { followed: followers.map((f) => f.shard), held: owners.heldShards() }), control: controlFollower?.position ?? null, atMs: Date.now() };
+    if (owners !== null) void owners.readLive();
     // A report the bucket leaves unanswered for long is the sign of an election (see CLAIM_GRACE_MS).
     const slow = setTimeout(() => (bucketFailedAtMs = Date.now()), BUCKET_SLOW_MS);
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now())).finally(() => clearTimeout(slow));
@@ -359,6 +405,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
         running.kill('SIGTERM');
         await exited;
       }
+      await owners?.stop();
       stopped = true;
       clearInterval(timer);
       clearInterval(statusTimer);

@@ -3,6 +3,7 @@
 // deadline (renewed over IPC) and each stream's verified tail in shared memory the shard workers use,
 // and answers the supervisor's questions about those tails. Main thread of that process.
 // Invariant: when the supervisor goes (IPC closed) this process exits at once, acknowledging nothing more.
+import type { ShardRoute } from './shard-link.ts';
 
 export interface OwnerCluster {
   servers: string[];
@@ -17,6 +18,11 @@ export interface OwnerCluster {
   holdMs: number;
   /** Float64 per stream (shards, then kobo-control), see `tailSlots`. */
   tails: SharedArrayBuffer;
+  /**
+   * Per-shard ownership: this server is the front only; each shard runs in a shard host on its owner
+   * node, at the route the supervisor last sent (`RoutesMessage`). Unset: the server runs every shard.
+   */
+  remote?: { routes: ShardRoute[]; secret: string };
 }
 
 /**
@@ -30,7 +36,13 @@ export function tailSlots(tails: SharedArrayBuffer, stream: number): { verified:
 }
 
 /** Set by the supervisor for the process it starts (never by an operator). */
-export const OWNER_ENV = { role: 'KOBO_CLUSTER_ROLE', servers: 'KOBO_CLUSTER_NATS', epoch: 'KOBO_CLUSTER_EPOCH', fences: 'KOBO_CLUSTER_FENCES', controlFence: 'KOBO_CLUSTER_CONTROL_FENCE', leaseUntil: 'KOBO_CLUSTER_LEASE_UNTIL_MS', holdMs: 'KOBO_CLUSTER_HOLD_MS' } as const;
+export const OWNER_ENV = { role: 'KOBO_CLUSTER_ROLE', servers: 'KOBO_CLUSTER_NATS', epoch: 'KOBO_CLUSTER_EPOCH', fences: 'KOBO_CLUSTER_FENCES', controlFence: 'KOBO_CLUSTER_CONTROL_FENCE', leaseUntil: 'KOBO_CLUSTER_LEASE_UNTIL_MS', holdMs: 'KOBO_CLUSTER_HOLD_MS', frontOnly: 'KOBO_CLUSTER_FRONT_ONLY' } as const;
+
+/** Per-shard ownership: where each shard is served now (null: moving), sent whenever it changes. */
+export interface RoutesMessage {
+  type: 'routes';
+  routes: ShardRoute[];
+}
 
 /** A lease renewal the supervisor sends. */
 export interface LeaseMessage {
@@ -71,8 +83,10 @@ function readOwner(env: NodeJS.ProcessEnv): OwnerCluster | null {
   const tails = new SharedArrayBuffer(8 * 2 * (fences.length + 1));
   const slots = new Float64Array(tails);
   for (const [stream, fence] of [...fences, controlFence].entries()) slots.fill(fence, 2 * stream, 2 * stream + 2);
-  process.on('message', (message: LeaseMessage | TailsQuestion) => {
+  const remote = env[OWNER_ENV.frontOnly] === '1' ? { routes: fences.map((): ShardRoute => null), secret: env.KOBO_CLUSTER_SECRET ?? '' } : undefined;
+  process.on('message', (message: LeaseMessage | TailsQuestion | RoutesMessage) => {
     if (message.type === 'lease') until[0] = message.untilMs;
+    if (message.type === 'routes' && remote !== undefined) remote.routes = message.routes;
     if (message.type === 'tails') {
       const streams = fences.length + 1;
       const answer: TailsAnswer = { type: 'tails', id: message.id, verified: Array.from({ length: streams }, (_, s) => slots[2 * s]!), shipped: Array.from({ length: streams }, (_, s) => slots[2 * s + 1]!) };
@@ -89,5 +103,6 @@ function readOwner(env: NodeJS.ProcessEnv): OwnerCluster | null {
     lease,
     holdMs: Number(env[OWNER_ENV.holdMs] ?? '0'),
     tails,
+    ...(remote === undefined ? {} : { remote }),
   };
 }

@@ -16,6 +16,7 @@ import { readForwarded, type TrustProxy } from './trust-proxy.ts';
 import { Preflight } from './preflight.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 import type { ServerDeps } from './server-deps.ts';
+import { SHARD_MOVING_MESSAGE } from '../shard/pool.ts';
 import { EMPTY_BODY, NO_SIGNATURE, browserHeaders, peerIp, type Incoming } from './incoming.ts';
 
 export type { ServerDeps };
@@ -388,6 +389,8 @@ export class HttpServer {
       if (reply.headers !== undefined) {
         for (const [name, value] of Object.entries(reply.headers)) if (name !== 'Content-Type') res.writeHeader(name, value);
       }
+      // Cluster mode, per-shard ownership: a command whose shard is moving to another node.
+      if (reply.status === 503 && reply.error?.message === SHARD_MOVING_MESSAGE) res.writeHeader('Retry-After', '1');
       if (close) res.end(body, true);
       else if (!writeBodyBounded(res, body, this.deps.responseBufferedBytesMax)) {
         this.deps.log(`request ${incoming.requestId}: the client is not reading its reply; closing the connection`);

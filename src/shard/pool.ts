@@ -4,7 +4,6 @@
 // trustworthy again after a restart replays the WAL.
 // Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
-import { EventEmitter } from 'node:events';
 import { inspect } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import type { Command, IndexMessage, ListAnswer, MainToShard, ShardListQuery, ShardToMain, WalletUpdate } from './protocol.ts';
@@ -12,9 +11,17 @@ import { ForwardGate } from './forward-gate.ts';
 import type { OutboxEvent, StoredReply } from './state.ts';
 import { shardOf } from './layout.ts';
 import { WAL_SEGMENT_RECORDS } from '../journal/log-segments.ts';
-import { runShard, type ShardInbound, type ShardWorkerData } from './shard-runtime.ts';
+import type { ShardWorkerData } from './shard-runtime.ts';
+import { faultHint, InlineShard, type ShardHandle } from './shard-handles.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 import type { OwnerCluster } from '../cluster/owner-child.ts';
+import { RemoteShard, type ShardRoute } from '../cluster/shard-link.ts';
+
+/** A forward a moving remote shard refused (503) is sent again this often, at most this many times. */
+const REMOTE_FORWARD_RETRY_MS = 500;
+const REMOTE_FORWARD_ATTEMPTS_MAX = 120;
+/** What a command to a remote shard that is moving gets (503; the HTTP front adds Retry-After to it). */
+export const SHARD_MOVING_MESSAGE = 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).';
 
 export interface PoolOptions {
   shards: number;
@@ -51,6 +58,12 @@ export interface PoolOptions {
   onMetrics?: (message: ShardMetricsMessage) => void;
   /** Cluster mode, this node owning every shard: each shard's rows are replicated (owner-child.ts). */
   cluster?: OwnerCluster;
+  /**
+   * Cluster mode with per-shard ownership: every shard runs in a shard host on its owner node and is
+   * reached over a link (cluster/shard-link.ts); `onIndex` gets the report a shard sends each time a
+   * link to it opens again (it may have moved, and what it stored since the last report is in it).
+   */
+  remote?: { routeOf: (shard: number) => ShardRoute; secret: string; epoch: number; onIndex: (report: IndexMessage) => void };
 }
 
 interface Pending {
@@ -60,66 +73,16 @@ interface Pending {
 
 const WORKER_URL = new URL('./worker-entry.mjs', import.meta.url);
 
-/** What an operator should read first when a shard dies of a known fault (by the error's code). */
-const FAULT_HINTS: ReadonlyArray<readonly [code: string, hint: string]> = [
-  ['SQLITE_FULL', 'the disk holding the data dir is full; free space and restart (what was acknowledged is on disk)'],
-  ['ENOSPC', 'the disk holding the data dir is full; free space and restart (what was acknowledged is on disk)'],
-  ['SQLITE_READONLY', 'the data dir cannot be written (read-only file system or permissions)'],
-  ['SQLITE_IOERR', 'the disk reported an I/O error; check it, then restart and run `kobo verify`'],
-  ['SQLITE_CORRUPT', 'a shard file is damaged; run `kobo verify`, and restore from a backup if it fails'],
-];
-
-function faultHint(error: unknown): string {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : '';
-  const hint = FAULT_HINTS.find(([prefix]) => code.startsWith(prefix));
-  return hint === undefined ? '' : ` (${hint[1]})`;
-}
-
-/** What the pool needs of a shard: a worker thread, or an inline runtime that behaves like one. */
-interface ShardHandle extends EventEmitter {
-  postMessage(message: ShardInbound): void;
-}
-
-/**
- * A shard on the main thread. Messages are handed over as they are, without a structured clone: the
- * front end builds a fresh command per request and never touches it again, and a reply carries its
- * body as a JSON string. What the shard keeps in its state and also hands out (outbox events, forwarded
- * commands) is cloned, so no reader here can change the shard's memory behind its WAL.
- */
-class InlineShard extends EventEmitter implements ShardHandle {
-  private handler: ((message: ShardInbound) => void) | null = null;
-
-  constructor(data: ShardWorkerData) {
-    super();
-    // Started on a later turn, once the pool has attached its listeners (as a worker would be).
-    setImmediate(() => {
-      try {
-        runShard(data, {
-          post: (message) => this.emit('message', message.type === 'outbox' || message.type === 'forward' ? structuredClone(message) : message),
-          onMessage: (handler) => {
-            this.handler = handler;
-          },
-          exit: () => setImmediate(() => this.emit('exit', 0)),
-        });
-      } catch (error) {
-        this.emit('error', error);
-      }
-    });
-  }
-
-  postMessage(message: ShardInbound): void {
-    if (this.handler === null) throw new Error('inline shard: a message before the shard started');
-    this.handler(message);
-  }
-}
-
 export class ShardPool {
   private readonly workers: ShardHandle[] = [];
   private readonly pending = new Map<number, Pending>();
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
   private readonly pingWaiters = new Map<number, () => void>();
-  private readonly listWaiters = new Map<number, (answer: ListAnswer) => void>();
+  private readonly listWaiters = new Map<number, { shard: number; resolve: (answer: ListAnswer) => void }>();
+  /** Remote mode: what every shard must know again when its link opens (sandbox clocks, the public URL). */
+  private readonly clocks = new Map<string, number>();
+  private publicUrl: string | null = null;
   private nextN = 1;
   /** Cross-shard steps, held while an online backup takes its cut. */
   private readonly forwards = new ForwardGate((cmd) => this.send(cmd));
@@ -156,6 +119,11 @@ export class ShardPool {
         crashAt: this.options.crashAt ?? '',
         ...(this.options.cluster === undefined ? {} : { cluster: { servers: this.options.cluster.servers, epoch: this.options.cluster.epoch, fence: this.options.cluster.fences[shard] ?? 0, lease: this.options.cluster.lease, holdMs: this.options.cluster.holdMs, tails: this.options.cluster.tails } }),
       };
+      const remote = this.options.remote;
+      if (remote !== undefined) {
+        ready.push(this.startRemote(shard, remote));
+        continue;
+      }
       const worker: ShardHandle = this.options.inline === true ? new InlineShard(workerData) : new Worker(WORKER_URL, { workerData });
       this.workers.push(worker);
       ready.push(
@@ -178,6 +146,54 @@ export class ShardPool {
     return Promise.all(ready);
   }
 
+  /** A shard on another node: its first report resolves the start, later ones (after a move) go to `onIndex`. */
+  private startRemote(shard: number, remote: NonNullable<PoolOptions['remote']>): Promise<IndexMessage> {
+    for (const [owner, offsetMs] of this.options.clockOffsets) this.clocks.set(owner, offsetMs);
+    const link = new RemoteShard(shard, remote.routeOf, remote.secret, remote.epoch);
+    this.workers.push(link);
+    let started = false;
+    return new Promise((resolve) => {
+      link.on('message', (message: ShardToMain) => {
+        if (message.type !== 'ready') this.onMessage(message);
+        else if (!started) {
+          started = true;
+          resolve(message);
+        } else remote.onIndex(message);
+      });
+      link.on('up', () => {
+        try {
+          for (const [owner, offsetMs] of this.clocks) link.postMessage({ type: 'clock', owner, offsetMs });
+          if (this.publicUrl !== null) link.postMessage({ type: 'public-url', url: this.publicUrl });
+          link.postMessage({ type: 'index' });
+        } catch {
+          // Down again already: the next 'up' asks again.
+        }
+      });
+      link.on('down', () => this.failShard(shard, SHARD_MOVING_MESSAGE));
+    });
+  }
+
+  /** Remote mode: whether a shard's link is open now. */
+  private reachable(shard: number): boolean {
+    const handle = this.workers[shard];
+    return !(handle instanceof RemoteShard) || handle.up;
+  }
+
+  /** A link failed: what it was sent has no answer here (whether it committed is unknown: the client retries). */
+  private failShard(shard: number, message: string): void {
+    for (const [n, waiter] of this.pending) {
+      if (waiter.shard !== shard) continue;
+      this.pending.delete(n);
+      this.inFlight[shard]! -= 1;
+      waiter.resolve({ status: 503, error: { code: 'UNAVAILABLE', message } });
+    }
+    for (const [n, waiter] of this.listWaiters) {
+      if (waiter.shard !== shard) continue;
+      this.listWaiters.delete(n);
+      waiter.resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message } });
+    }
+  }
+
   private onMessage(message: ShardToMain): void {
     if (message.type === 'replies') {
       // A client that hears of its write must find it in the next GET of the wallet: views first.
@@ -191,7 +207,7 @@ export class ShardPool {
       }
     } else if (message.type === 'list.page') {
       const { type: _type, n, ...answer } = message;
-      this.listWaiters.get(n)?.(answer);
+      this.listWaiters.get(n)?.resolve(answer);
       this.listWaiters.delete(n);
     } else if (message.type === 'snapshot.done') {
       this.snapshotWaiters.get(message.n)?.({ partitions: message.partitions, lsn: message.lsn });
@@ -206,6 +222,10 @@ export class ShardPool {
     } else if (message.type === 'outbox') {
       this.options.onOutbox(message.events);
     } else if (message.type === 'forward') {
+      if (this.options.remote !== undefined) {
+        this.forwardRemote(message, 1);
+        return;
+      }
       this.forwards.forward(message.cmd, (reply) => {
         const replyTo = message.replyTo;
         if (replyTo === undefined) return;
@@ -217,8 +237,29 @@ export class ShardPool {
     }
   }
 
+  /**
+   * Remote mode: a cross-shard step whose target (or origin, for the answer) is moving is sent again
+   * until its shard answers (each step is idempotent by its id), for about a minute at most.
+   */
+  private forwardRemote(message: Extract<ShardToMain, { type: 'forward' }>, attempt: number): void {
+    this.forwards.forward(message.cmd, (reply) => {
+      if (reply.status === 503 && attempt < REMOTE_FORWARD_ATTEMPTS_MAX && !this.stopping) {
+        setTimeout(() => this.forwardRemote(message, attempt + 1), REMOTE_FORWARD_RETRY_MS).unref();
+        return;
+      }
+      const replyTo = message.replyTo;
+      if (replyTo === undefined || reply.status >= 500) return;
+      const outcome: 'credited' | 'rejected' = reply.status < 300 ? 'credited' : 'rejected';
+      const back = { type: 'forward' as const, cmd: Object.assign({}, replyTo.cmd, { outcome, nowMs: Math.max(replyTo.cmd.nowMs, message.cmd.nowMs) }) };
+      setTimeout(() => this.forwardRemote(back, 1), replyTo.delayMs).unref();
+    });
+  }
+
   send(cmd: Command): Promise<StoredReply> {
     const shard = shardOf(cmd.partition, this.options.shards);
+    if (!this.reachable(shard)) {
+      return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: SHARD_MOVING_MESSAGE } });
+    }
     if (this.inFlight[shard]! >= this.options.shardQueueMax) {
       return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is at capacity; retry shortly.' } });
     }
@@ -249,7 +290,10 @@ export class ShardPool {
 
   /** Where clients reach the server (known once it listens): hosted checkout links are built on it. */
   setPublicUrl(url: string): void {
-    for (const worker of this.workers) worker.postMessage({ type: 'public-url', url });
+    this.publicUrl = url;
+    this.workers.forEach((worker, shard) => {
+      if (this.reachable(shard)) worker.postMessage({ type: 'public-url', url });
+    });
   }
 
   /** Posts each shard's gathered commands as one message (the request handlers of one loop turn). */
@@ -284,7 +328,14 @@ export class ShardPool {
           clearTimeout(timer);
           resolve(true);
         });
-        worker.postMessage({ type: 'ping', n } satisfies MainToShard);
+        try {
+          worker.postMessage({ type: 'ping', n } satisfies MainToShard);
+        } catch {
+          // A remote shard that is moving: not ready.
+          clearTimeout(timer);
+          this.pingWaiters.delete(n);
+          resolve(false);
+        }
       });
     });
     return (await Promise.all(answers)).every(Boolean);
@@ -317,8 +368,14 @@ export class ShardPool {
       asked.map((shard) => {
         const n = this.nextN++;
         return new Promise<ListAnswer>((resolve) => {
-          this.listWaiters.set(n, resolve);
-          this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
+          // Set first: an inline shard may answer within postMessage.
+          this.listWaiters.set(n, { shard, resolve });
+          try {
+            this.workers[shard]!.postMessage({ type: 'list', n, query } satisfies MainToShard);
+          } catch {
+            this.listWaiters.delete(n);
+            resolve({ rows: [], error: { status: 503, code: 'UNAVAILABLE', message: SHARD_MOVING_MESSAGE } });
+          }
         });
       }),
     );
@@ -330,10 +387,16 @@ export class ShardPool {
   }
 
   broadcastClock(owner: string, offsetMs: number): void {
-    for (const worker of this.workers) worker.postMessage({ type: 'clock', owner, offsetMs });
+    this.clocks.set(owner, offsetMs);
+    this.workers.forEach((worker, shard) => {
+      // A remote shard that is moving hears every offset when its link opens again.
+      if (this.reachable(shard)) worker.postMessage({ type: 'clock', owner, offsetMs });
+    });
   }
 
   async snapshotAll(): Promise<Array<{ partitions: number; lsn: number }>> {
+    // A remote shard snapshots on its own host's schedule and stop.
+    if (this.options.remote !== undefined) return this.workers.map(() => ({ partitions: 0, lsn: 0 }));
     return Promise.all(
       this.workers.map((worker) => {
         const n = this.nextN++;

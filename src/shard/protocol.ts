@@ -192,4 +192,5 @@ export type ListMessage = { type: 'list'; n: number; query: ShardListQuery };
 export type ListPageMessage = { type: 'list.page'; n: number } & ListAnswer;
 
 export type ShardToMain = ListPageMessage | ShardMetricsMessage | PongMessage | ReplyMessage | IndexMessage | ForwardMessage | OutboxMessage | { type: 'idem.expired'; pairs: Array<[hash: number, packedAt: number]> } | { type: 'snapshot.done'; n: number; partitions: number; lsn: number };
-export type MainToShard = PingMessage | CommandMessage | ListMessage | { type: 'snapshot'; n: number } | { type: 'stop' };
+/** `index`: a front that (re)connects to a shard on another process asks for a fresh `ready` report and the unacknowledged outbox. */
+export type MainToShard = PingMessage | CommandMessage | ListMessage | { type: 'snapshot'; n: number } | { type: 'stop' } | { type: 'index' };

@@ -104,6 +104,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   setLiveRails(data.connectors.map((c) => connectorRail(c, publicUrlOf, (sample) => metrics.connectorCall(sample))));
   const queue: Queued[] = [];
   let flushScheduled = false;
+  /** Commands taken off the queue so far (an `index` question waits for those sent before it). */
+  let dequeued = 0;
   let recordsSinceSnapshot = recovered.replayed;
   /** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
   const dirty = new Set<number>(partitions);
@@ -211,6 +213,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     flushScheduled = false;
     if (closed) return;
     const taken = queue.splice(0, data.batchCommandsMax);
+    dequeued += taken.length;
     const batch = [...taken.filter((item) => READ_KINDS.has(item.cmd.k)), ...taken.filter((item) => !READ_KINDS.has(item.cmd.k))];
     const records: Array<{ partition: number; body: string }> = [];
     const replies: Array<{ n: number; reply: StoredReply }> = [];
@@ -368,6 +371,13 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     return { partitions: taken, lsn };
   }
 
+  /** The front's indexes, then the events the dispatcher has not acknowledged (it dedupes by id). */
+  function reportIndex(): void {
+    post(indexMessage());
+    const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
+    if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
+  }
+
   function indexMessage(): IndexMessage {
     const customers: IndexMessage['customers'] = [];
     for (const state of states.values()) {
@@ -411,6 +421,25 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       case 'snapshot':
         void snapshotAll().then((r) => post({ type: 'snapshot.done', n: message.n, partitions: r.partitions, lsn: r.lsn }));
         return;
+      case 'index': {
+        // A front that links (a new one, or after a move) must learn every record this shard may have
+        // answered: everything sent before the question is executed, made durable and its rows written first.
+        const target = dequeued + queue.length;
+        const whenDone = (): void => {
+          if (closed) return;
+          if (dequeued < target) {
+            setImmediate(whenDone);
+            return;
+          }
+          void allDurable().then(() => {
+            if (closed) return;
+            writeDerived();
+            reportIndex();
+          });
+        };
+        whenDone();
+        return;
+      }
       case 'stop':
         if (stopping) return;
         stopping = true;
@@ -429,10 +458,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   });
 
   for (const state of states.values()) for (const effect of resumeEffects(state, data.railLatencyMs)) runEffect(effect);
-  post(indexMessage());
-  // Events the dispatcher had not acknowledged before the stop are handed over again (it dedupes by id).
-  const pendingOutbox = [...states.values()].flatMap((state) => [...state.outbox.values()]);
-  if (pendingOutbox.length > 0) post({ type: 'outbox', events: pendingOutbox });
+  reportIndex();
   if (data.snapshotIntervalMs > 0) timers.push(setInterval(() => void snapshotAll(), data.snapshotIntervalMs).unref());
   timers.push(setInterval(() => post(metrics.take(queue.length)), SHARD_METRICS_INTERVAL_MS).unref());
 

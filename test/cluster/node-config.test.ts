@@ -42,6 +42,18 @@ test('cluster config: KOBO_CLUSTER_ROLE=owner set by hand (no node started this 
   assert.match(r.stderr, /KOBO_CLUSTER_ROLE=owner is set by a cluster node for the server it starts; unset it/);
 });
 
+test('cluster config: KOBO_CLUSTER_OWNERSHIP neither node nor shard → exit 78 naming it', () => {
+  const r = start({ ...base, KOBO_CLUSTER_OWNERSHIP: 'spread' });
+  assert.equal(r.status, 78, r.stderr);
+  assert.match(r.stderr, /KOBO_CLUSTER_OWNERSHIP must be "node" or "shard", got "spread"/);
+});
+
+test('cluster config: KOBO_CLUSTER_ROLE=shard-host set by hand (no node started this process) → refused, exit 1', () => {
+  const r = start({ KOBO_CLUSTER_ROLE: 'shard-host', KOBO_CLUSTER_NATS: 'nats://127.0.0.1:1' });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /KOBO_CLUSTER_ROLE=shard-host is set by a cluster node for the process it starts; unset it/);
+});
+
 test('cluster node: SIGTERM while it still waits for its first nats-server → exits 0 within seconds, saying so (not after JetStream answers)', async () => {
   const child = spawn(process.execPath, entryArgs('main'), { cwd: ROOT, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KOBO_DATA_DIR: tempDataDir('kobo-cfg'), KOBO_SHARDS: '1', ...base }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

@@ -16,6 +16,8 @@ export interface KoboNode {
   internalPort: number;
   /** PID of the kobo server this node runs while it owns (null: none). */
   servingPid: () => number | null;
+  /** PIDs of every process the node started (its server, and with per-shard ownership its shard hosts). */
+  childPids: () => number[];
 }
 
 export interface KoboCluster {
@@ -29,10 +31,13 @@ export interface KoboCluster {
 }
 
 function childOf(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
+  return childrenOf(pid)[0] ?? null;
+}
+
+function childrenOf(pid: number | undefined): number[] {
+  if (pid === undefined) return [];
   const ps = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
-  const first = ps.stdout.trim().split('\n')[0]?.trim() ?? '';
-  return first === '' ? null : Number(first);
+  return ps.stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '').map(Number);
 }
 
 export async function startKoboCluster(options: { keys: string[]; size?: number; env?: Record<string, string> }): Promise<KoboCluster> {
@@ -53,7 +58,7 @@ export async function startKoboCluster(options: { keys: string[]; size?: number;
         ...options.env,
       },
     });
-    const node = { name: `node${i}`, server, internalPort, servingPid: () => childOf(server.child.pid) };
+    const node = { name: `node${i}`, server, internalPort, servingPid: () => childOf(server.child.pid), childPids: () => childrenOf(server.child.pid) };
     nodes.push(node);
     return node;
   };
@@ -78,10 +83,9 @@ export async function startKoboCluster(options: { keys: string[]; size?: number;
     addNode,
     stop: async () => {
       for (const node of nodes) {
-        const serving = node.servingPid();
-        if (serving !== null) {
+        for (const started of node.childPids()) {
           try {
-            process.kill(serving, 'SIGKILL');
+            process.kill(started, 'SIGKILL');
           } catch {
             // already gone
           }

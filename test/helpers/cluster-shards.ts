@@ -1,0 +1,70 @@
+// Helpers for per-shard ownership tests (KOBO_CLUSTER_OWNERSHIP=shard): the status as `kobo cluster
+// status --json` reports it, waiting for the shards to spread, requests retried through a move, and
+// customers placed on a chosen shard. Test-side only. Invariant: a retried POST keeps its Idempotency-Key.
+import assert from 'node:assert/strict';
+import { idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
+import type { Api } from './cluster-load.ts';
+import type { KoboCluster } from './cluster.ts';
+import { kobo } from './cli.ts';
+import { partitionOfId } from '../../src/ids.ts';
+
+export const SHARDS = 3;
+export const SPREAD_ENV = { KOBO_CLUSTER_OWNERSHIP: 'shard', KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '0' };
+
+export interface Status {
+  owner: { node: string } | null;
+  nodes: Array<{ node: string; held: number[]; lag: Array<number | null> }>;
+  shards: Array<{ shard: number; owner: { node: string; epoch: number } | null; lastSeq: number }>;
+}
+
+export function statusOf(cluster: KoboCluster, via: number): Status {
+  const r = kobo(cluster.nodes[via]!.server.dataDir, 'cluster', 'status', '--json', '--nats', cluster.nats.urls.join(','));
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as Status;
+}
+
+/** Waits until every shard has an owner and a front is up, the owners spread over at least `nodesMin` nodes. */
+export async function spread(cluster: KoboCluster, via: number, nodesMin: number, timeoutMs: number): Promise<Status> {
+  const until = Date.now() + timeoutMs;
+  let last: Status | null = null;
+  while (Date.now() < until) {
+    last = statusOf(cluster, via);
+    const owners = new Set(last.shards.map((s) => s.owner?.node ?? null));
+    if (last.owner !== null && !owners.has(null) && owners.size >= nodesMin && last.shards.length === SHARDS) return last;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  assert.fail(`the shards did not spread over ${nodesMin} nodes: ${JSON.stringify(last)}`);
+}
+
+/** A request that may meet a move (503 with Retry-After) is sent again with the same key. */
+export async function retried(api: Api, method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<ApiResponse> {
+  const idempotencyKey = method === 'POST' ? idem() : undefined;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await api(method, path, { ...(idempotencyKey === undefined ? {} : { idempotencyKey }), ...(body === undefined ? {} : { body }) }).catch(() => null);
+    if (r !== null && r.status !== 503) return r;
+    if (r !== null) assert.ok(r.headers.get('retry-after') !== null, 'a 503 says when to retry');
+    if (Date.now() > until) assert.fail(`${method} ${path}: still unavailable after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export const shardOf = (id: string): number => partitionOfId(id) % SHARDS;
+
+/** A customer whose partition lies on `shard` (the server picks partitions: created until one does). */
+export async function customerOn(api: Api, shard: number): Promise<string> {
+  for (let i = 0; i < 200; i += 1) {
+    const r = await retried(api, 'POST', '/v1/customers', { name: 'Spread', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    if (shardOf(r.body.data.id) === shard) return r.body.data.id;
+  }
+  assert.fail(`no customer landed on shard ${shard}`);
+}
+
+/** Waits until a list across every shard answers 200 through each node (the front is up and linked to every shard). */
+export async function answering(apis: readonly Api[]): Promise<void> {
+  for (const api of apis) {
+    const r = await retried(api, 'GET', '/v1/customers?limit=1');
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+  }
+}
