@@ -2,6 +2,13 @@
 // platform adds (documented in docs/decisions.md). Any thread. Rejections are values, never thrown.
 // Invariant: every code a client can see is in this table, with exactly one status.
 
+/**
+ * The message of the 503 a command gets while its shard moves to another node (cluster mode, per-shard
+ * ownership): the HTTP front adds `Retry-After: 1` to exactly this answer. Here so that the front end and
+ * the pool share it without the front importing the shard layer.
+ */
+export const SHARD_MOVING_MESSAGE = 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).';
+
 export const ERROR_STATUS = {
   VALIDATION: 400,
   UNAUTHENTICATED: 401,

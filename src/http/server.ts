@@ -16,7 +16,7 @@ import { readForwarded, type TrustProxy } from './trust-proxy.ts';
 import { Preflight } from './preflight.ts';
 import type { CompiledRoute, HttpMethod, Reply, RequestContext } from './types.ts';
 import type { ServerDeps } from './server-deps.ts';
-import { SHARD_MOVING_MESSAGE } from '../shard/pool.ts';
+import { SHARD_MOVING_MESSAGE } from '../errors.ts';
 import { EMPTY_BODY, NO_SIGNATURE, browserHeaders, peerIp, type Incoming } from './incoming.ts';
 
 export type { ServerDeps };

@@ -3,6 +3,7 @@
 // thread's event loop. A shard that dies takes the process down with it: its state is only
 // trustworthy again after a restart replays the WAL.
 // Invariant: at most `shardQueueMax` commands wait per shard; beyond that callers get UNAVAILABLE at once.
+import { SHARD_MOVING_MESSAGE } from '../errors.ts';
 import type { ConnectorConfig } from '../connectors/connector-config.ts';
 import { inspect } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -21,7 +22,6 @@ import { RemoteShard, type ShardRoute } from '../cluster/shard-link.ts';
 const REMOTE_FORWARD_RETRY_MS = 500;
 const REMOTE_FORWARD_ATTEMPTS_MAX = 120;
 /** What a command to a remote shard that is moving gets (503; the HTTP front adds Retry-After to it). */
-export const SHARD_MOVING_MESSAGE = 'The shard is moving to another node; retry shortly (with the same Idempotency-Key).';
 
 export interface PoolOptions {
   shards: number;
