@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import { runShard, type ShardInbound, type ShardWorkerData } from '../shard/shard-runtime.ts';
 import type { ShardToMain, WalletUpdate } from '../shard/protocol.ts';
 import { OWNER_ENV, type LeaseMessage, type TailsAnswer, type TailsQuestion } from './owner-child.ts';
-import { readFrames, secretMatches, writeFrame, type LinkHello } from './shard-link.ts';
+import { acceptedHello, HELLO_BYTES_MAX, readFrames, writeFrame } from './shard-link.ts';
 
 /** Forwards and outbox events kept while no front is linked (handed to the next one); past it the oldest go. */
 const UNLINKED_KEPT_MAX = 100_000;
@@ -162,8 +162,9 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
       socket,
       (message) => {
         if (!hello) {
-          const first = message as Partial<LinkHello>;
-          if (first.type !== 'hello' || first.shard !== shard || !secretMatches(first.token, secret) || typeof first.epoch !== 'number' || first.epoch < frontEpoch) {
+          // Anything but a valid hello (null, a number, a wrong secret) ends the link, never the host.
+          const first = acceptedHello(message, shard, secret, frontEpoch);
+          if (first === null) {
             socket.destroy();
             return;
           }
@@ -184,6 +185,7 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
         log(`shard host ${shard}: link closed: ${why}`);
         socket.destroy();
       },
+      HELLO_BYTES_MAX,
     );
     socket.once('close', () => {
       links.delete(link);

@@ -11,6 +11,8 @@ import type { ShardToMain } from '../shard/protocol.ts';
 
 /** A frame larger than this ends the link (a command or a page is far smaller). */
 const FRAME_BYTES_MAX = 256 * 1024 * 1024;
+/** The first frame, before the peer has shown the secret: a hello is a few dozen bytes. */
+export const HELLO_BYTES_MAX = 4 * 1024;
 /** How often a link that is down looks for its shard's route again (and an open one checks it still holds). */
 const RECONNECT_MS = 100;
 
@@ -26,14 +28,19 @@ export interface LinkHello {
 /** Where a shard is served now (a shard host's link listener), or null while it moves. */
 export type ShardRoute = { host: string; port: number } | null;
 
-/** Reads frames off a socket; `each` gets every decoded message, `bad` the reason a frame was refused. */
-export function readFrames(socket: net.Socket, each: (message: unknown) => void, bad: (why: string) => void): void {
+/**
+ * Reads frames off a socket; `each` gets every decoded message, `bad` the reason a frame was refused.
+ * `firstBytesMax` bounds the first frame (a listener's peer is not authenticated before it). Nothing is
+ * delivered once the socket is destroyed (a refused hello ends the link at once).
+ */
+export function readFrames(socket: net.Socket, each: (message: unknown) => void, bad: (why: string) => void, firstBytesMax = FRAME_BYTES_MAX): void {
   let buffered: Buffer = Buffer.alloc(0);
+  let first = true;
   socket.on('data', (chunk: Buffer) => {
     buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-    while (buffered.length >= 4) {
+    while (buffered.length >= 4 && !socket.destroyed) {
       const bytes = buffered.readUInt32BE(0);
-      if (bytes > FRAME_BYTES_MAX) {
+      if (bytes > (first ? firstBytesMax : FRAME_BYTES_MAX)) {
         bad(`a frame of ${bytes} bytes`);
         return;
       }
@@ -47,6 +54,7 @@ export function readFrames(socket: net.Socket, each: (message: unknown) => void,
         bad(`an undecodable frame (${(error as Error).message})`);
         return;
       }
+      first = false;
       each(message);
     }
   });
@@ -57,6 +65,18 @@ export function writeFrame(socket: net.Socket, message: unknown): void {
   const head = Buffer.allocUnsafe(4);
   head.writeUInt32BE(body.length, 0);
   socket.write(Buffer.concat([head, body]));
+}
+
+/**
+ * The hello a listener accepts as a link's first frame: for its shard, with the cluster secret, from a
+ * front at least as new as the newest it has linked (null: anything else, which ends the link).
+ */
+export function acceptedHello(message: unknown, shard: number, secret: string, newestEpoch: number): LinkHello | null {
+  if (typeof message !== 'object' || message === null) return null;
+  const hello = message as Partial<LinkHello>;
+  if (hello.type !== 'hello' || hello.shard !== shard || !secretMatches(hello.token, secret)) return null;
+  if (typeof hello.epoch !== 'number' || !Number.isFinite(hello.epoch) || hello.epoch < newestEpoch) return null;
+  return hello as LinkHello;
 }
 
 export function secretMatches(given: unknown, secret: string): boolean {
