@@ -9,9 +9,6 @@ import path from 'node:path';
 import { mintId } from '../ids.ts';
 import { ShardStore } from '../store/shard-store.ts';
 import { recoverShard } from './recovery.ts';
-import { compressImage, snapshotRow } from '../store/snapshot.ts';
-import { truncateCovered } from '../store/truncate-covered.ts';
-import { encodePartition } from './partition-image.ts';
 import { execute } from './dispatch.ts';
 import { resumeEffects } from './handlers/resume.ts';
 import { setRequeryAfterMs, type Effect, type HandlerContext } from './lifecycle/context.ts';
@@ -29,8 +26,8 @@ import { connectorRail } from '../connectors/client.ts';
 import { coverageOf, type ConnectorConfig } from '../connectors/connector-config.ts';
 import { publicUrlOf, setPublicUrl, walletJson } from './views.ts';
 import { walletOf } from './state.ts';
-import { DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
 import { derivedWrites } from './derived-writes.ts';
+import { imageRounds } from './image-rounds.ts';
 import { answerList } from './list-pages.ts';
 import { rebuildListIndex } from './list-rebuild.ts';
 import { startSweeps } from './sweeps.ts';
@@ -106,10 +103,6 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   let flushScheduled = false;
   /** Commands taken off the queue so far (an `index` question waits for those sent before it). */
   let dequeued = 0;
-  let recordsSinceSnapshot = recovered.replayed;
-  /** Partitions changed since their last snapshot: only these are encoded again (all of them after a start). */
-  const dirty = new Set<number>(partitions);
-  let snapshotting = false;
   let stopping = false;
   /** Set once the file is closed: a late timer or rail answer of an inline shard then changes nothing. */
   let closed = false;
@@ -263,11 +256,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     derived.afterBatch();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
-    recordsSinceSnapshot += records.length;
-    for (const record of records) dirty.add(record.partition);
     gate.afterCommits({ replies, outbox, freed, effects, wallets: changedWallets(records) });
     if (queue.length > 0) scheduleFlush();
-    if (data.snapshotEveryRecords > 0 && recordsSinceSnapshot >= data.snapshotEveryRecords) void snapshotAll();
+    images.noteRecords(records);
   }
 
   /** The views of the wallets this batch's records changed, as they stand after the batch. */
@@ -312,64 +303,24 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     scheduleFlush();
   }
 
-  /**
-   * Snapshots every partition changed since its last image, one per event-loop turn so commands
-   * interleave: encoding one partition is short, compression runs on the libuv pool, and the image's LSN
-   * is the last durable LSN at encoding (a record appended later marks the partition dirty again).
-   */
-  async function snapshotAll(): Promise<{ partitions: number; lsn: number }> {
-    if (snapshotting) return { partitions: 0, lsn: store.lsnNext - 1 };
-    snapshotting = true;
-    const snapshotStarted = performance.now();
-    recordsSinceSnapshot = 0;
-    let lsn = store.lsnNext - 1;
-    let taken = 0;
-    try {
-      for (const partition of partitions) {
-        if (!dirty.has(partition)) continue;
-        await new Promise((resolve) => setImmediate(resolve));
-        // The image covers records up to `lsn`: the rows they imply are in the file before it. A backlog
-        // is written a slice a turn (commands interleave), the rest in the turn that encodes the image.
-        while (store.derivedPending > DERIVED_SLICE_ROWS && !closed) {
-          writeDerived(DERIVED_SLICE_ROWS);
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-        const state = states.get(partition)!;
-        dirty.delete(partition);
-        taken += 1;
-        lsn = store.lsnNext - 1;
-        writeDerived();
-        const json = encodePartition(state);
-        // Replay from this image derives no list row at or below `lsn` again: the list file holds them
-        // durably before the image is written (committed and fsynced off this thread meanwhile).
-        const [body] = await Promise.all([compressImage(json), listsDurable()]);
-        store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
-        crashAt('snapshot.written');
-        gate.committedOne();
-      }
-      // Segments every kept image covers (beyond the retained tail) are no longer needed to recover:
-      // archived one per event-loop turn (the rows pointing into them keep reading them). A partition
-      // whose images are older than its records in the oldest segment is imaged again next round, so an
-      // idle one never pins it.
-      if (taken > 0) {
-        // Only rows every copy holds may leave: in cluster mode a row not yet acknowledged by the stream
-        // could still be refused and cut, and the cut reaches the live log only.
-        const acknowledgedLsn = store.lsnNext - 1;
-        await allDurable();
-        const { blockers } = await truncateCovered(store, data.walRetainRecords, async () => {
-          crashAt('log.truncated');
-          gate.committedOne();
-          await new Promise((resolve) => setImmediate(resolve));
-        }, acknowledgedLsn);
-        for (const partition of blockers) dirty.add(partition);
-        await allDurable();
-      }
-    } finally {
-      snapshotting = false;
-      metrics.snapshot((performance.now() - snapshotStarted) / 1000);
-    }
-    return { partitions: taken, lsn };
-  }
+  const images = imageRounds({
+    store,
+    partitions,
+    states,
+    recordsAtStart: recovered.replayed,
+    everyRecords: data.snapshotEveryRecords,
+    retainRecords: data.walRetainRecords,
+    isClosed: () => closed,
+    writeDerived: (rowsMax) => writeDerived(rowsMax),
+    listsDurable,
+    allDurable,
+    committed: (step) => {
+      crashAt(step);
+      gate.committedOne();
+    },
+    took: (seconds) => metrics.snapshot(seconds),
+  });
+  const snapshotAll = images.run;
 
   /** The front's indexes, then the events the dispatcher has not acknowledged (it dedupes by id). */
   function reportIndex(): void {
