@@ -1,7 +1,6 @@
-// Derived rows not yet written: the cold rows, idempotency changes and expiry rows that a group commit's
-// records imply. Log v2 writes only the log row on the request path; these follow after the fsync, in
-// bulk (before every snapshot image, at stop, and whenever too many wait), and until then reads find
-// them here. Runs in the shard worker (and the CLI's read-only replay) that owns the file.
+// Derived rows not yet written: the list rows, cold rows, idempotency changes and expiry rows that a group
+// commit's records imply. Log v2 writes only the log row on the request path; these follow into the derived
+// file (derived-file.ts) a chunk a turn, and until then reads find them here. Runs in the shard worker (and the CLI's read-only replay) that owns the file.
 // Invariant: every row here is implied by a durable log record, so losing this memory loses nothing:
 // recovery replays the records after each partition's image and derives the same rows again.
 import type { ColdRow } from './cold-table.ts';
@@ -174,9 +173,10 @@ export class PendingDerived {
     return rows;
   }
 
-  /** The LSN of the oldest waiting list row or ledger entry (Infinity: none waits). */
-  get oldestListLsn(): number {
-    return Math.min(this.list.at(0)?.lsn ?? Number.POSITIVE_INFINITY, this.entries.at(0)?.lsn ?? Number.POSITIVE_INFINITY);
+  /** The LSN of the oldest waiting row of any table (Infinity: none waits). */
+  get oldestLsn(): number {
+    const none = Number.POSITIVE_INFINITY;
+    return Math.min(this.list.at(0)?.lsn ?? none, this.entries.at(0)?.lsn ?? none, this.cold.at(0)?.lsn ?? none, this.idem.at(0)?.lsn ?? none, this.due.at(0)?.lsn ?? none);
   }
 
   /** List rows and ledger entries waiting (the runtime hands them to the list file a chunk a turn). */
@@ -251,10 +251,10 @@ export class PendingDerived {
    * The oldest waiting rows of `part`, at most `rowsMax`; the memory lets go of them (the caller writes
    * them at once). List rows go first; the cold, idempotency and expiry rows are taken oldest LSN first
    * across the three tables, so every table's rows keep pace (each table's rows stay in their order: a
-   * slice takes a prefix of each).
+   * slice takes a prefix of each), and none of a record past `rowsLsnMax` (the log's durable end).
    */
-  takeSome(rowsMax: number, part: DerivedPart = 'all'): DerivedBatch {
-    if (part === 'all' && rowsMax >= this.rows) return this.take();
+  takeSome(rowsMax: number, part: DerivedPart = 'all', rowsLsnMax = Number.POSITIVE_INFINITY): DerivedBatch {
+    if (part === 'all' && rowsMax >= this.rows && rowsLsnMax === Number.POSITIVE_INFINITY) return this.take();
     // List rows first: they are the ones a list page merges from memory (the smaller that set, the cheaper).
     const list = part === 'rows' ? [] : this.list.shift(rowsMax);
     const entries = part === 'rows' ? [] : this.entries.shift(rowsMax - list.length);
@@ -268,9 +268,12 @@ export class PendingDerived {
       const idemLsn = this.idem.at(idemCount)?.lsn ?? Number.POSITIVE_INFINITY;
       const dueLsn = this.due.at(dueCount)?.lsn ?? Number.POSITIVE_INFINITY;
       if (coldLsn <= idemLsn && coldLsn <= dueLsn) {
-        if (coldLsn === Number.POSITIVE_INFINITY) break;
+        if (coldLsn === Number.POSITIVE_INFINITY || coldLsn > rowsLsnMax) break;
         coldCount += 1;
-      } else if (idemLsn <= dueLsn) idemCount += 1;
+      } else if (idemLsn <= dueLsn) {
+        if (idemLsn > rowsLsnMax) break;
+        idemCount += 1;
+      } else if (dueLsn > rowsLsnMax) break;
       else dueCount += 1;
     }
     const cold = this.cold.shift(coldCount);
