@@ -185,14 +185,15 @@ export class ShardDerived {
   /**
    * Writes the oldest waiting rows of `part` into the derived file's open transaction, at most `rowsMax`,
    * none of cold, idempotency or expiry rows of a record past `rowsLsnMax` (the log's durable end: a row
-   * that deletes, once in the file, cannot be cut back); commits every DERIVED_TX_ROWS_MAX rows. Returns the
-   * rows written.
+   * that deletes, once in the file, cannot be cut back); commits every DERIVED_TX_ROWS_MAX rows, or at once
+   * when asked for every row (images, sweeps, stop, the CLI). Returns the rows written.
    */
   write(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all', rowsLsnMax = Number.POSITIVE_INFINITY): number {
     const taken = this.pending.takeSome(rowsMax, part, rowsLsnMax);
     const file = this.writable;
     file.apply(pointIntoLog(this.wal, taken));
-    file.commitIfFull();
+    if (rowsMax === Number.POSITIVE_INFINITY) file.commit();
+    else file.commitIfFull();
     return taken.cold.length + taken.idem.length + taken.due.length + (taken.list?.length ?? 0) + (taken.entries?.length ?? 0);
   }
 
