@@ -26,21 +26,11 @@ export interface DerivedBatch {
 export const DERIVED_PENDING_WEIGHT_MAX = 16_000_000;
 const ROW_WEIGHT_MIN = 100;
 /**
- * Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. Each
- * slice's transaction rewrites the partly filled last page of every b-tree it touches, so fewer, larger
- * slices write fewer bytes and cost less CPU a row: 2,000 against 500 wrote ~15% fewer bytes a payment
- * and ~5% less CPU a durable POST with the same p99; 5,000 wrote no fewer and doubled the p99 at 64
- * connections (bench/RESULTS.md, "Fewer, larger derived slices").
+ * Rows one turn writes when the waiting rows pass half their weight bound (a checkpoint of the derived
+ * file ran long, or the log's fsync lagged), and what an image round writes a turn from a backlog: a
+ * slice, so no batch waits long behind it. Rows otherwise go a chunk a turn (derived-writes.ts).
  */
 export const DERIVED_SLICE_ROWS = 2_000;
-/**
- * Cold rows, idempotency changes and expiry rows that may wait before the shard writes them, a slice at a
- * time like the list rows. Without it they waited for the next partition image (or the weight bound),
- * tens of thousands at once, and the image's turns then wrote slices back to back: the p99 at 64
- * connections was 42–46 ms against 30–32 ms with them written as they come (bench/RESULTS.md, "Derived
- * rows written as they come"), and a POST's CPU fell by a few percent.
- */
-export const ROWS_PENDING_MAX = 4_000;
 
 /**
  * Which waiting rows a slice takes: the list index's (list rows and ledger entries: three b-trees a row),
@@ -184,7 +174,7 @@ export class PendingDerived {
     return this.list.length + this.entries.length;
   }
 
-  /** Cold rows, idempotency changes and expiry rows waiting (see ROWS_PENDING_MAX). */
+  /** Cold rows, idempotency changes and expiry rows waiting. */
   get otherRows(): number {
     return this.cold.length + this.idem.length + this.due.length;
   }
