@@ -17,9 +17,12 @@ import type { DerivedBatch } from './derived-rows.ts';
 /**
  * Rows one transaction of the derived file takes before it commits. Each commit writes every b-tree page its
  * rows dirtied (the customer index's inserts land all over it), so bigger transactions write fewer bytes
- * a row; the open transaction's pages stay in sqlite's cache (DERIVED_CACHE_KIB) until then.
+ * a row; the open transaction's pages stay in sqlite's cache (DERIVED_CACHE_KIB) until then. 16,000: about
+ * half of them list rows (the cold, idempotency and expiry rows go to their b-trees' right edges), so the
+ * list b-trees take as many rows a commit as with 8,000 list rows alone; at 8,000 mixed rows a durable POST
+ * wrote 3.1–3.7 KB against 2.5–2.8 KB (bench/RESULTS.md).
  */
-export const DERIVED_TX_ROWS_MAX = 8_000;
+export const DERIVED_TX_ROWS_MAX = 16_000;
 /**
  * Journal bytes past which a commit asks for a checkpoint (with a checkpointer: on its worker thread; sqlite's
  * own automatic checkpoint, on the writer's thread, took ~10 ms of the ~13 ms a commit held the loop).

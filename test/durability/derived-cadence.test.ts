@@ -19,6 +19,8 @@ const env = { KOBO_SNAPSHOT_EVERY_RECORDS: '0', KOBO_SNAPSHOT_INTERVAL_MS: '0', 
  */
 const ROWS_A_PAYMENT_MIN = 4;
 const PAYMENTS = Math.ceil((2 * DERIVED_TX_ROWS_MAX) / ROWS_A_PAYMENT_MIN);
+/** Payments go to one customer in CUSTOMERS by turn: each stays below its daily limit (50,000,000 NGN). */
+const CUSTOMERS = 3;
 const IN_FLIGHT = 16;
 
 function count(dataDir: string, table: string): number {
@@ -36,19 +38,23 @@ test('derived rows: twice a transaction\'s rows of payments with no images → t
   let server = await startServer({ keys: [`${key}@cadence`], dataDir, shards: 1, env });
   try {
     const api = client(server.baseUrl, key);
-    const customer = await api('POST', '/v1/customers', { body: { name: 'Cadence', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' }, idempotencyKey: idem('c') });
-    assert.equal(customer.status, 201);
-    const sent: Array<{ key: string; id: string; text: string }> = [];
+    const customers: string[] = [];
+    for (let i = 0; i < CUSTOMERS; i += 1) {
+      const customer = await api('POST', '/v1/customers', { body: { name: 'Cadence', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' }, idempotencyKey: idem('c') });
+      assert.equal(customer.status, 201);
+      customers.push(customer.body.data.id as string);
+    }
+    const sent: Array<{ key: string; id: string; text: string; body: string }> = [];
     let next = 0;
     await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
       while (next < PAYMENTS) {
         next += 1;
         const idemKey = idem('p');
-        const body = JSON.stringify({ customer_id: customer.body.data.id, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' });
+        const body = JSON.stringify({ customer_id: customers[next % CUSTOMERS], amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' });
         const response = await fetch(`${server.baseUrl}/v1/payments`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idemKey }, body });
         const text = await response.text();
         assert.equal(response.status, 201, text);
-        sent.push({ key: idemKey, id: (JSON.parse(text) as { data: { id: string } }).data.id, text });
+        sent.push({ key: idemKey, id: (JSON.parse(text) as { data: { id: string } }).data.id, text, body });
       }
     }));
     assert.equal(sent.length, PAYMENTS);
@@ -71,7 +77,7 @@ test('derived rows: twice a transaction\'s rows of payments with no images → t
       const replay = await fetch(`${server.baseUrl}/v1/payments`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': payment.key },
-        body: JSON.stringify({ customer_id: customer.body.data.id, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' }),
+        body: payment.body,
       });
       assert.equal(replay.status, 201);
       assert.equal(await replay.text(), payment.text, 'an idempotent replay after the restart answers the same bytes');
