@@ -163,10 +163,23 @@ export class PendingDerived {
     return rows;
   }
 
-  /** The LSN of the oldest waiting row of any table (Infinity: none waits). */
-  get oldestLsn(): number {
+  /**
+   * The LSN of the oldest waiting row an image must not pass (Infinity: none waits): any row but an expiry
+   * row's drop. A drop is a hint's removal, and a batch whose sweep drops stale rows without a record gives
+   * them the LSN of the record before it, which an image may already cover; lost, the next sweep finds the
+   * row and drops it again (it decides from the payment). Scans the waiting expiry rows (few) for a set.
+   */
+  get oldestImageLsn(): number {
     const none = Number.POSITIVE_INFINITY;
-    return Math.min(this.list.at(0)?.lsn ?? none, this.entries.at(0)?.lsn ?? none, this.cold.at(0)?.lsn ?? none, this.idem.at(0)?.lsn ?? none, this.due.at(0)?.lsn ?? none);
+    let due = none;
+    for (let i = 0; i < this.due.length; i += 1) {
+      const change = this.due.at(i)!;
+      if (change.op === 'set') {
+        due = change.lsn;
+        break;
+      }
+    }
+    return Math.min(this.list.at(0)?.lsn ?? none, this.entries.at(0)?.lsn ?? none, this.cold.at(0)?.lsn ?? none, this.idem.at(0)?.lsn ?? none, due);
   }
 
   /** List rows and ledger entries waiting (the runtime hands them to the list file a chunk a turn). */

@@ -236,9 +236,9 @@ export class ShardDerived {
     });
   }
 
-  /** The LSN up to which every derived row is in the file: none of a record up to it waits in memory. */
+  /** The LSN up to which every derived row is in the file: none of a record up to it waits in memory (drops aside). */
   private coveredLsn(lsnNext: number): number {
-    return Math.min(lsnNext - 1, this.pending.oldestLsn - 1);
+    return Math.min(lsnNext - 1, this.pending.oldestImageLsn - 1);
   }
 
   /**
@@ -246,7 +246,7 @@ export class ShardDerived {
    * must be durable in the file: after `durable` it is; otherwise the file is committed and fsynced here.
    */
   beforeImage(lsn: number, lsnNext: number): void {
-    assert(this.pending.oldestLsn > lsn, `an image at LSN ${lsn} while derived rows of its records wait in memory`);
+    assert(this.pending.oldestImageLsn > lsn, `an image at LSN ${lsn} while derived rows of its records wait in memory`);
     if (this.file === null || this.file.db.readonly || this.durableThrough >= lsn) return;
     const through = this.coveredLsn(lsnNext);
     this.file.durableSync();

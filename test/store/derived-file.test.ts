@@ -114,6 +114,20 @@ describe('derived file: cold, idempotency and expiry rows', () => {
     });
   }
 
+  it('a sweep\'s drop of an expiry row, given the LSN an image covers, waiting → the image goes in (a lost drop is found and made again); a set row would refuse it', () => {
+    const file = path.join(tempDataDir('derived-file'), 'shard-0.db');
+    const store = new ShardStore(file);
+    appendRecords(store, 3);
+    store.writeDerivedNow(batch({ due: [due('P1', 1)] }));
+    store.holdDerived(batch({ due: [{ op: 'drop', entry: { id: 'P1', owner: OWNER, expiresAtMs: 5_001 }, lsn: 3, partition: 0 }] }));
+    store.writeSnapshot(snapshotRow({ partition: 0, lsn: 3, takenAtMs: 1, body: Buffer.from('{}') }));
+    store.holdDerived(batch({ due: [due('P3', 3)] }));
+    assert.throws(() => store.writeSnapshot(snapshotRow({ partition: 0, lsn: 3, takenAtMs: 2, body: Buffer.from('{}') })), /derived rows of its records wait in memory/);
+    store.writeDerived();
+    assert.deepEqual(store.due.dueOf(OWNER, 100_000, 10).map((r) => r.id), ['P3'], 'the drop and the set written in order');
+    store.close();
+  });
+
   it('rows of records past the log\'s durable end → wait in memory (a deletion in the file could not be cut back); read meanwhile from memory', () => {
     const file = path.join(tempDataDir('derived-file'), 'shard-0.db');
     const store = new ShardStore(file);
