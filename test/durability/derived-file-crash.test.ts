@@ -5,6 +5,12 @@
 // a key freed by expiry and reused before the kill answers for its new request, never for the old one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
+import { COLD_SQL } from '../../src/store/cold-table.ts';
+import { IDEM_LOG_SQL } from '../../src/store/idem-log.ts';
+import { DUE_SQL } from '../../src/store/due-log.ts';
 import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 
@@ -103,6 +109,61 @@ test('derived file: a key freed by expiry and reused, then kill -9 → after the
     }
   } finally {
     await server.stop();
+  }
+  const verify = kobo(dataDir, 'verify');
+  assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+});
+
+/** Puts a stopped data dir's cold, idempotency and expiry rows back in its shard files, as a build before #22 kept them. */
+function toOldLayout(dataDir: string, shards: number): void {
+  for (let shard = 0; shard < shards; shard += 1) {
+    const file = path.join(dataDir, `shard-${shard}.db`);
+    const db = new Database(file);
+    db.exec(`${COLD_SQL}\n${IDEM_LOG_SQL}\n${DUE_SQL}`);
+    db.prepare('ATTACH DATABASE ? AS d').run(derivedFileOf(file));
+    for (const table of ['owner_numbers', 'idem_log', 'due', 'cold']) db.exec(`INSERT INTO main.${table} SELECT * FROM d.${table}; DROP TABLE d.${table};`);
+    db.exec("DELETE FROM d.list_meta WHERE key = 'moved_rows'");
+    db.exec('DETACH DATABASE d');
+    db.close();
+  }
+}
+
+test('derived file: a data dir whose shard files hold the cold, idempotency and expiry rows (before #22) → verify reads them there; the first start moves them: every payment reads and replays the same; verify clean', { timeout: 120_000 }, async () => {
+  const dataDir = tempDataDir('kobo-derived-upgrade');
+  let server = await startServer({ keys: [`${key}@derivedup`], dataDir, shards: 2 });
+  const made: Array<{ key: string; id: string; text: string; body: string }> = [];
+  try {
+    const api = client(server.baseUrl, key);
+    const customer = await api('POST', '/v1/customers', { body: { name: 'Upgrade', email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' }, idempotencyKey: idem('c') });
+    assert.equal(customer.status, 201);
+    for (let i = 0; i < 40; i += 1) {
+      const idemKey = idem('u');
+      const body = JSON.stringify({ customer_id: customer.body.data.id, amount_minor: 10_000 + i, currency: 'NGN', method: 'bank_transfer' });
+      const response = await fetch(`${server.baseUrl}/v1/payments`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idemKey }, body });
+      const text = await response.text();
+      assert.equal(response.status, 201, text);
+      made.push({ key: idemKey, id: (JSON.parse(text) as { data: { id: string } }).data.id, text, body });
+    }
+    await server.stop(); // images taken: the payments' rows are only in the files, not replayed again
+    toOldLayout(dataDir, 2);
+    const before = kobo(dataDir, 'verify');
+    assert.equal(before.status, 0, `verify of the old layout: ${before.stdout}${before.stderr}`);
+
+    server = await startServer({ keys: [`${key}@derivedup`], dataDir, shards: 2 });
+    const after = client(server.baseUrl, key);
+    for (const payment of made) {
+      assert.equal((await after('GET', `/v1/payments/${payment.id}`)).status, 200, `payment ${payment.id} lost in the move`);
+      const replay = await fetch(`${server.baseUrl}/v1/payments`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': payment.key }, body: payment.body });
+      assert.equal(await replay.text(), payment.text, `the replay of ${payment.key} changed`);
+    }
+  } finally {
+    await server.stop();
+  }
+  for (let shard = 0; shard < 2; shard += 1) {
+    const db = new Database(path.join(dataDir, `shard-${shard}.db`), { readonly: true });
+    const left = db.prepare("SELECT count(*) FROM sqlite_master WHERE name IN ('cold', 'idem_log', 'due', 'owner_numbers')").pluck().get();
+    db.close();
+    assert.equal(left, 0, `shard ${shard}: the tables left the shard file`);
   }
   const verify = kobo(dataDir, 'verify');
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);

@@ -42,7 +42,7 @@ function txn(id: string): Transaction {
 
 const failed = (id: string, atMs: number): WalEvent => ({ t: 'txn.moved', id, status: 'failed', atMs, failure: { code: 'PROVIDER_ERROR', stage: 'processing', message: 'rail said no' } });
 
-describe('tiers: cold entities and idempotency records in the shard's derived file', () => {
+describe('tiers: cold entities and idempotency records in the derived file', () => {
   it('finished transaction → leaves the heap, read back from the cold table with the same body', () => {
     const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
     const state = emptyPartition(PARTITION, tiersOf(store));
