@@ -12,7 +12,7 @@ import { consumeRetrying, rowOf, streamOf, type Consuming } from './streams.ts';
 
 /** Rows applied in one sqlite transaction at most. */
 const APPLY_ROWS_MAX = 500;
-const POSITION_META = 'js_position';
+export const POSITION_META = 'js_position';
 
 /**
  * A copy's position in its stream: the last sequence applied, and the LSN its rows reached with it. Rows

@@ -14,6 +14,7 @@ import { ShardFollower } from './follower.ts';
 import { ControlFollower } from './control-follower.ts';
 import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
+import { ShardImages } from './shard-images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
 import { ensureStreams, fence } from './fencing.ts';
@@ -58,6 +59,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const holdMs = Math.max(2 * leaseMs, HOLD_MS_MIN);
   const images = await patiently(() => ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas }));
   const perShard = cluster.ownership === 'shard';
+  const shardImages = new ShardImages(images.objects, jsm, config.dataDir);
   // Per-shard ownership: the `owner` key makes this node the front (the server every request goes to,
   // the writer of kobo-control); each shard has a lease of its own (shard-owners.ts).
   const lease = new LeaseKeeper(kv, jsm, { node: cluster.node, url: cluster.advertiseUrl, leaseMs, shards, log, ...(perShard ? { streams: [{ name: CONTROL_STREAM, slot: shards }] } : {}) });
@@ -80,6 +82,8 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** A follower imaging its own copy (its shard followers pause meanwhile); a takeover ends it first. */
   let copyImaging: { child: ChildProcess; done: Promise<string> } | null = null;
   let imagedAt = '';
+  /** Per-shard takeovers under way: a copy image must not start on their files meanwhile. */
+  let takingOver = 0;
   const endCopyImaging = async (): Promise<void> => {
     const running = copyImaging;
     if (running === null) return;
@@ -89,14 +93,16 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** Pauses the shard followers, recovers and images the copy in a process of its own, follows again. */
   const imageCopy = async (): Promise<void> => {
     const current = followers;
-    const positions = current.map((f) => f.position).join(',');
-    // Per-shard ownership: this node's shard hosts write some shard files meanwhile (see docs/decisions.md).
-    if (perShard || role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
+    const positions = current.map((f) => `${f.shard}:${f.position}`).join(',');
+    // Per-shard ownership: only the followed shards (this node's hosts write the others), whatever the front's role.
+    if ((!perShard && role !== 'follower') || current.length === 0 || stopping || positions === imagedAt) return;
     // They let go of their files: image-copy archives segments their open stores would still list.
     for (const follower of current) await follower.pause();
     const startedAt = Date.now();
-    copyImaging = koboInChild(config.dataDir, ['cluster', 'image-copy']);
+    // A per-shard takeover began while they paused: it has one of these files now; the others follow again.
+    copyImaging = takingOver > 0 ? null : koboInChild(config.dataDir, ['cluster', 'image-copy', ...(perShard ? ['--shards', current.map((f) => f.shard).join(',')] : [])]);
     try {
+      if (copyImaging === null) throw new Error('a shard is being taken over');
       const out = await copyImaging.done;
       imagedAt = positions;
       log(`cluster: ${cluster.node} imaged its copy in ${Date.now() - startedAt} ms (${out.trim().split('\n').join('; ')})`);
@@ -105,14 +111,17 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     } finally {
       copyImaging = null;
     }
-    // A takeover or a stop began meanwhile: it has these followers now.
-    if (role === 'follower' && !stopping && followers === current) for (const follower of current) await follower.follow();
+    // A takeover or a stop began meanwhile: it has these followers now (per shard: the ones still followed).
+    if (perShard && !stopping) for (const follower of current.filter((f) => followers.includes(f))) await follower.follow();
+    else if (role === 'follower' && !stopping && followers === current) for (const follower of current) await follower.follow();
   };
 
   const openFollowers = async (): Promise<void> => {
     const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords }));
-    followers = create();
-    for (const follower of followers) {
+    // Per-shard ownership: each shard's copy is checked (and restored) against its own images.
+    followers = perShard ? [] : create();
+    if (perShard) for (let shard = 0; shard < shards; shard += 1) followers.push(await continuableFollower(shard));
+    for (const follower of perShard ? [] : followers) {
       if (await images.continuable(follower.shard, follower.nextLsn)) continue;
       // The stream was purged past this copy (a new node, or one away for long): start from the newest image.
       for (const f of followers) f.close();
@@ -296,17 +305,39 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     }
   };
 
+  /** Per-shard ownership: a follower of `shard` whose copy the stream can continue (else the newest image of the shard is put in place first). */
+  const continuableFollower = async (shard: number): Promise<ShardFollower> => {
+    const open = (): ShardFollower => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
+    const follower = open();
+    if (await images.continuable(shard, follower.nextLsn)) return follower;
+    follower.close();
+    const restored = await shardImages.restoreNewest(shard);
+    log(`cluster: ${cluster.node}'s copy of shard ${shard} is behind its purged stream; restored image ${restored ?? '(none found)'}`);
+    return open();
+  };
+
   const owners: ShardOwners | null = !perShard ? null : new ShardOwners({
     kv, js, jsm, cluster, shards, leaseMs, holdMs, log,
     stopFollowing: async (shard, marker) => {
-      const follower = followers.find((f) => f.shard === shard) ?? new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
-      followers = followers.filter((f) => f !== follower);
-      await follower.catchUp(marker);
-      follower.close();
+      takingOver += 1;
+      try {
+        await endCopyImaging();
+        const found = followers.find((f) => f.shard === shard);
+        followers = followers.filter((f) => f !== found);
+        await found?.stop();
+        found?.close();
+        // Recovery then starts from the copy's newest image (its own, or the restored one) and replays after it.
+        const follower = await continuableFollower(shard);
+        await follower.catchUp(marker);
+        follower.close();
+      } finally {
+        takingOver -= 1;
+      }
     },
     follow: async (shard) => {
       if (stopping || followers.some((f) => f.shard === shard)) return;
-      const follower = new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
+      const follower = await continuableFollower(shard);
+      if (stopping || followers.some((f) => f.shard === shard)) return follower.close();
       followers.push(follower);
       await follower.follow();
     },
@@ -373,8 +404,14 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.copyImageSeconds * 1_000);
   let imaging = false;
   const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
-    // Per-shard ownership: no node holds every shard file current (see docs/decisions.md).
-    if (imaging || role !== 'owner' || stopping || perShard) return;
+    if (owners !== null) {
+      // Per-shard ownership: each node images the shards it serves, one at a time.
+      if (imaging || stopping) return;
+      imaging = true;
+      void imageShards(owners).finally(() => (imaging = false));
+      return;
+    }
+    if (imaging || role !== 'owner' || stopping) return;
     imaging = true;
     void images.publish(epoch).then(
       (written) => {
@@ -383,6 +420,15 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       (error: unknown) => log(`cluster: image failed: ${(error as Error).message}`),
     ).finally(() => (imaging = false));
   }, cluster.imageIntervalSeconds * 1_000);
+  const imageShards = async (held: ShardOwners): Promise<void> => {
+    for (const { shard, epoch: shardEpoch } of held.serving()) {
+      if (stopping) return;
+      const startedAt = Date.now();
+      const done = await shardImages.publish(shard, shardEpoch, held.followersNeedOf(shard)).catch((error: unknown) => ({ kind: 'skipped' as const, why: `failed: ${(error as Error).message}` }));
+      if (done.kind === 'written') log(`cluster: ${cluster.node} imaged shard ${shard} at LSN ${done.meta.lsn} (stream sequence ${done.meta.seq}) in ${Date.now() - startedAt} ms; stream purged below ${done.purgedBelow}`);
+      else log(`cluster: ${cluster.node}: no image of shard ${shard} this round (${done.why})`);
+    }
+  };
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), ...(owners === null ? {} : { followed: followers.map((f) => f.shard), held: owners.heldShards() }), control: controlFollower?.position ?? null, atMs: Date.now() };
     if (owners !== null) void owners.readLive();

@@ -87,6 +87,8 @@ export class ShardOwners {
   private live = 1;
   /** The other nodes whose report is fresh. */
   private liveOthers: string[] = [];
+  /** Per shard, the first stream sequence some live node's follower has yet to apply (absent: none follows it). */
+  private followersNeed = new Map<number, number>();
   /** Per shard, since when this node has read it free (null: held at the last read). */
   private readonly freeSinceMs: Array<number | null>;
   private liveReadAtMs = 0;
@@ -101,6 +103,16 @@ export class ShardOwners {
   /** The shards this node holds a lease of. */
   heldShards(): number[] {
     return [...this.held.keys()].sort((a, b) => a - b);
+  }
+
+  /** The held shards whose host serves (linked, not being handed back), with their epochs. */
+  serving(): Array<{ shard: number; epoch: number }> {
+    return [...this.held].filter(([, h]) => h.host !== null && h.link !== null && !h.leaving && h.lease.revision > 0).map(([shard, h]) => ({ shard, epoch: h.epoch }));
+  }
+
+  /** The first sequence of `shard`'s stream a live follower still needs (Infinity: no live node follows it). */
+  followersNeedOf(shard: number): number {
+    return this.followersNeed.get(shard) ?? Infinity;
   }
 
   /** Where each shard is served now, as the front links to it. */
@@ -121,13 +133,18 @@ export class ShardOwners {
     if (keys === null) return;
     for await (const key of keys) names.push(key);
     const others: string[] = [];
+    const need = new Map<number, number>();
     for (const name of names) {
       const entry = await this.deps.kv.get(name).catch(() => null);
       if (entry === null || entry.operation !== 'PUT') continue;
-      const report = entry.json() as { atMs?: number; node?: string };
-      if (Date.now() - (report.atMs ?? 0) < LIVE_REPORT_AGE_MS_MAX && report.node !== undefined && report.node !== this.deps.cluster.node) others.push(report.node);
+      const report = entry.json() as { atMs?: number; node?: string; followed?: number[]; positions?: number[] };
+      if (Date.now() - (report.atMs ?? 0) < LIVE_REPORT_AGE_MS_MAX && report.node !== undefined && report.node !== this.deps.cluster.node) {
+        others.push(report.node);
+        (report.followed ?? []).forEach((shard, i) => need.set(shard, Math.min(need.get(shard) ?? Infinity, (report.positions?.[i] ?? 0) + 1)));
+      }
     }
     this.liveOthers = others;
+    this.followersNeed = need;
     this.live = others.length + 1;
     this.liveReadAtMs = Date.now();
   }

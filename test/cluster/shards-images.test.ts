@@ -1,0 +1,95 @@
+// Per-shard ownership's images over 3 nats-servers and 3 kobo nodes on 127.0.0.1: each shard's holder
+// writes that shard's images to the object store and purges its stream, followers image their copies of
+// the shards they follow, and a kill -9 of a shard's holder moves the shard to a survivor whose recovery
+// starts from an image (it replays less than the shard's history). Every process is killed by PID.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, idem, secretKey } from '../helpers/server.ts';
+import { fixture, load, processGone, replayAll, type Acked } from '../helpers/cluster-load.ts';
+import { withCluster } from '../helpers/cluster.ts';
+import { natsServerBinary } from '../helpers/nats.ts';
+import { kobo } from '../helpers/cli.ts';
+import { until } from '../helpers/wait.ts';
+import { answering, customerOn, spread, SPREAD_ENV } from '../helpers/cluster-shards.ts';
+import { connectJetStream, streamOf } from '../../src/cluster/streams.ts';
+
+const key = secretKey();
+const keys = [`${key}@cluster`];
+const skip = natsServerBinary() !== null ? false : 'nats-server is not installed (apt-get install nats-server)';
+const IMAGES_ENV = { ...SPREAD_ENV, KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS: '3', KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_SNAPSHOT_INTERVAL_MS: '2000' };
+
+/** The lines of `output` after character `from` that match `pattern`, with their captures. */
+function matches(output: string, from: number, pattern: RegExp): RegExpExecArray[] {
+  return output.slice(from).split('\n').map((line) => pattern.exec(line)).filter((m): m is RegExpExecArray => m !== null);
+}
+
+test('cluster, per-shard ownership: images → each holder images its shards to the object store and purges their streams; kill -9 of a holder → the survivor\'s recovery starts from an image and replays less than the history, every acknowledged request replays the same, verify clean', { skip, timeout: 300_000 }, () =>
+  withCluster({ keys, env: IMAGES_ENV }, async (cluster) => {
+    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+    const status = await spread(cluster, 0, 3, 60_000);
+    await answering(apis);
+    const front = status.owner!.node;
+    const moved = status.shards.find((s) => s.owner!.node !== front)!.shard;
+    const victimName = status.shards[moved]!.owner!.node;
+    const victim = cluster.nodes.findIndex((n) => n.name === victimName);
+    const survivors = [0, 1, 2].filter((i) => i !== victim);
+    const f = await fixture(apis[survivors[0]!]!);
+    // Every payment of the load lands on the shard that moves.
+    f.payers = [await customerOn(apis[0]!, moved), await customerOn(apis[1]!, moved)];
+    const acked: Acked[] = [];
+    const errors: string[] = [];
+    let alive = [0, 1, 2];
+    let running = true;
+    const loading = load(() => alive.map((i) => apis[i]!), f, () => running, acked, errors);
+
+    // The holder images the shard at least twice (two kept: the stream is purged below the older one).
+    const victimOutput = (): string => cluster.nodes[victim]!.server.output();
+    const imaged = new RegExp(`imaged shard ${moved} at LSN (\\d+) \\(stream sequence (\\d+)\\) in (\\d+) ms; stream purged below (\\d+)`);
+    const images = await until(async () => matches(victimOutput(), 0, imaged), (m) => m.length >= 3 && Number(m[m.length - 1]![4]) > 1, `two images of shard ${moved} and a purge`, 90_000);
+    const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-images');
+    const purged = await jsm.streams.info(streamOf(moved));
+    await nc.close();
+    const last = images[images.length - 1]!;
+    process.stdout.write(`# shard ${moved} on ${victimName}: ${images.length} images, the last at LSN ${last[1]} (${last[3]} ms); stream first sequence ${purged.state.first_seq} of ${purged.state.last_seq}\n`);
+    assert.ok(purged.state.first_seq > 1, `the stream of shard ${moved} was purged: ${JSON.stringify(purged.state)}`);
+    // Each survivor imaged its copy of the shard after the load began.
+    const marks = survivors.map((i) => cluster.nodes[i]!.server.output().length);
+    for (const [n, i] of survivors.entries()) await until(async () => /imaged its copy .*shard \d+: [1-9]\d* record\(s\) replayed/.test(cluster.nodes[i]!.server.output().slice(marks[n])), (seen) => seen, `${cluster.nodes[i]!.name} imaging its copy`, 60_000);
+    const ackedBefore = acked.length;
+
+    const pids = cluster.nodes[victim]!.childPids();
+    const killedAt = Date.now();
+    const after = survivors.map((i) => cluster.nodes[i]!.server.output().length);
+    alive = survivors;
+    await cluster.nodes[victim]!.server.kill();
+    for (let i = 0; i < 50 && !pids.every(processGone); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(pids.every(processGone), 'the killed node\'s shard hosts exit with it');
+    let recoveredMs = -1;
+    while (Date.now() - killedAt < 25_000) {
+      const r = await apis[survivors[0]!]!('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: f.payers[0], amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } }).catch(() => null);
+      if (r !== null && r.status === 201) {
+        recoveredMs = Date.now() - killedAt;
+        break;
+      }
+      if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    running = false;
+    await loading;
+    // The survivor now holding the shard: its host's recovery replayed only what followed its copy's newest image.
+    const recovery = new RegExp(`shard host ${moved} recovered: (\\d+) record\\(s\\) replayed up to LSN (\\d+)`);
+    const recovered = survivors.flatMap((i, n) => matches(cluster.nodes[i]!.server.output(), after[n]!, recovery));
+    assert.equal(recovered.length, 1, `one survivor recovered shard ${moved}`);
+    const [replayed, lastLsn] = [Number(recovered[0]![1]), Number(recovered[0]![2])];
+    process.stdout.write(`# acknowledged ${acked.length} (${ackedBefore} before the kill); shard ${moved} writes again after ${recoveredMs} ms; its recovery replayed ${replayed} of ${lastLsn} records\n`);
+    assert.ok(recoveredMs >= 0 && recoveredMs <= 15_000, `writes to the moved shard succeed again ${recoveredMs} ms after the kill`);
+    assert.ok(replayed < lastLsn / 2, `the takeover replayed ${replayed} records of a history of ${lastLsn}`);
+    for (const error of errors) assert.match(error, /^(503 |fetch: )/);
+    await replayAll(apis[survivors[0]!]!, acked);
+    await replayAll(apis[survivors[1]!]!, acked.slice(0, 30));
+    for (const i of survivors) {
+      const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
+      assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
+    }
+  }));
