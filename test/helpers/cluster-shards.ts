@@ -7,6 +7,7 @@ import type { Api } from './cluster-load.ts';
 import type { KoboCluster } from './cluster.ts';
 import { kobo } from './cli.ts';
 import { partitionOfId } from '../../src/ids.ts';
+import { processGone } from './cluster-load.ts';
 
 export const SHARDS = 3;
 export const SPREAD_ENV = { KOBO_CLUSTER_OWNERSHIP: 'shard', KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '0' };
@@ -67,4 +68,45 @@ export async function answering(apis: readonly Api[]): Promise<void> {
     const r = await retried(api, 'GET', '/v1/customers?limit=1');
     assert.equal(r.status, 200, JSON.stringify(r.body));
   }
+}
+
+/** Kills a node (kill -9) and waits until every process it started is gone; returns when it was killed. */
+export async function killNode(cluster: KoboCluster, index: number): Promise<number> {
+  const pids = cluster.nodes[index]!.childPids();
+  const killedAt = Date.now();
+  await cluster.nodes[index]!.server.kill();
+  for (let i = 0; i < 50 && !pids.every(processGone); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(pids.every(processGone), `the killed node's processes exit with it: ${pids.join(',')}`);
+  return killedAt;
+}
+
+/**
+ * Sends a payment of `payer` through `api` until one is acknowledged (each a new key), within `windowMs`
+ * of `since`; every other answer meanwhile must be a 503 saying when to retry. Returns the ms from `since`.
+ */
+export async function writesAgain(api: Api, payer: string, since: number, windowMs = 25_000): Promise<number> {
+  while (Date.now() - since < windowMs) {
+    const r = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: payer, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } }).catch(() => null);
+    if (r !== null && r.status === 201) return Date.now() - since;
+    if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
+    if (r !== null) assert.ok(r.headers.get('retry-after') !== null, 'a 503 during the move says when to retry');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  assert.fail(`no write of ${payer} acknowledged within ${windowMs} ms`);
+}
+
+/** `kobo verify` is clean on each of these nodes' data dirs. */
+export function verifyAll(cluster: KoboCluster, indices: readonly number[]): void {
+  for (const i of indices) {
+    const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
+  }
+}
+
+/** A shard held by a node that is not the front's, that node's index and the other nodes' (the node-wide failover is the front's loss). */
+export function shardOffTheFront(cluster: KoboCluster, status: Status): { shard: number; holder: number; others: number[] } {
+  const found = status.shards.find((s) => s.owner !== null && s.owner.node !== status.owner!.node);
+  assert.ok(found !== undefined, `a shard not held by the front's node: ${JSON.stringify(status)}`);
+  const holder = cluster.nodes.findIndex((n) => n.name === found.owner!.node);
+  return { shard: found.shard, holder, others: cluster.nodes.map((_, i) => i).filter((i) => i !== holder) };
 }
