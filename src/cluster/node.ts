@@ -451,7 +451,13 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
         running.kill('SIGTERM');
         await exited;
       }
-      await owners?.stop();
+      if (owners !== null) {
+        // The others count this node gone at once (not after its report ages), so they may take its shards
+        // as soon as each is handed back.
+        clearInterval(statusTimer);
+        await kv.delete(`node.${cluster.node}`).catch(() => {});
+        await owners.stop();
+      }
       stopped = true;
       clearInterval(timer);
       clearInterval(statusTimer);

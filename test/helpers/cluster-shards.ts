@@ -18,8 +18,8 @@ export interface Status {
   shards: Array<{ shard: number; owner: { node: string; epoch: number } | null; lastSeq: number }>;
 }
 
-export function statusOf(cluster: KoboCluster, via: number): Status {
-  const r = kobo(cluster.nodes[via]!.server.dataDir, 'cluster', 'status', '--json', '--nats', cluster.nats.urls.join(','));
+export function statusOf(cluster: KoboCluster, via: number, nats = cluster.nats.urls.join(',')): Status {
+  const r = kobo(cluster.nodes[via]!.server.dataDir, 'cluster', 'status', '--json', '--nats', nats);
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Status;
 }
