@@ -52,5 +52,17 @@ export function copyShardFiles(dataDir: string, shard: number, outDir: string): 
     throw new Error(`cluster image-shard: the copy of shard ${shard} has no live log row ending at LSN ${lastLsn}`);
   } finally {
     store.close();
+    // Each file whole in itself (its journal folded in): the image is the two files' bytes.
+    for (const file of [copy, listFileOf(copy)]) if (fs.existsSync(file)) selfContained(file);
   }
+}
+
+function selfContained(file: string): void {
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
+  }
+  if (fs.existsSync(`${file}-wal`)) throw new Error(`cluster image-shard: ${file} kept its journal`);
 }
