@@ -14,7 +14,7 @@ import { ShardFollower } from './follower.ts';
 import { ControlFollower } from './control-follower.ts';
 import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
-import { ShardImages } from './shard-images.ts';
+import { continuableFollower as restoredIfBehind, imageServedShards, ShardImages } from './shard-images.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
 import { ensureStreams, fence } from './fencing.ts';
@@ -305,16 +305,9 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     }
   };
 
-  /** Per-shard ownership: a follower of `shard` whose copy the stream can continue (else the newest image of the shard is put in place first). */
-  const continuableFollower = async (shard: number): Promise<ShardFollower> => {
-    const open = (): ShardFollower => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
-    const follower = open();
-    if (await images.continuable(shard, follower.nextLsn)) return follower;
-    follower.close();
-    const restored = await shardImages.restoreNewest(shard);
-    log(`cluster: ${cluster.node}'s copy of shard ${shard} is behind its purged stream; restored image ${restored ?? '(none found)'}`);
-    return open();
-  };
+  /** Per-shard ownership: a follower of `shard` whose copy its stream can continue (restored from the shard's image if not). */
+  const continuableFollower = (shard: number): Promise<ShardFollower> =>
+    restoredIfBehind(shard, () => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords }), images, shardImages, (m) => log(`cluster: ${cluster.node}${m}`));
 
   const owners: ShardOwners | null = !perShard ? null : new ShardOwners({
     kv, js, jsm, cluster, shards, leaseMs, holdMs, log,
@@ -408,7 +401,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       // Per-shard ownership: each node images the shards it serves, one at a time.
       if (imaging || stopping) return;
       imaging = true;
-      void imageShards(owners).finally(() => (imaging = false));
+      void imageServedShards(owners, shardImages, { node: cluster.node, stopping: () => stopping, log }).finally(() => (imaging = false));
       return;
     }
     if (imaging || role !== 'owner' || stopping) return;
@@ -420,15 +413,6 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
       (error: unknown) => log(`cluster: image failed: ${(error as Error).message}`),
     ).finally(() => (imaging = false));
   }, cluster.imageIntervalSeconds * 1_000);
-  const imageShards = async (held: ShardOwners): Promise<void> => {
-    for (const { shard, epoch: shardEpoch } of held.serving()) {
-      if (stopping) return;
-      const startedAt = Date.now();
-      const done = await shardImages.publish(shard, shardEpoch, held.followersNeedOf(shard)).catch((error: unknown) => ({ kind: 'skipped' as const, why: `failed: ${(error as Error).message}` }));
-      if (done.kind === 'written') log(`cluster: ${cluster.node} imaged shard ${shard} at LSN ${done.meta.lsn} (stream sequence ${done.meta.seq}) in ${Date.now() - startedAt} ms; stream purged below ${done.purgedBelow}`);
-      else log(`cluster: ${cluster.node}: no image of shard ${shard} this round (${done.why})`);
-    }
-  };
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), ...(owners === null ? {} : { followed: followers.map((f) => f.shard), held: owners.heldShards() }), control: controlFollower?.position ?? null, atMs: Date.now() };
     if (owners !== null) void owners.readLive();

@@ -12,7 +12,9 @@ import type { ObjectStore } from '@nats-io/obj';
 import { ShardStore } from '../store/shard-store.ts';
 import { listFileOf } from '../store/list-file.ts';
 import { shardFile } from '../shard/layout.ts';
-import { koboInChild, rowHolding } from './images.ts';
+import { koboInChild, rowHolding, type ClusterImages } from './images.ts';
+import type { ShardFollower } from './follower.ts';
+import type { ShardOwners } from './shard-owners.ts';
 import { streamOf } from './streams.ts';
 import { POSITION_META } from './follower.ts';
 import type { ShardCopy } from './shard-copy.ts';
@@ -115,5 +117,26 @@ export class ShardImages {
       store.close();
     }
     return newest.name;
+  }
+}
+
+/** A follower of `shard` whose copy its stream can continue: if the stream was purged past the copy, the shard's newest image is put in place first. */
+export async function continuableFollower(shard: number, open: () => ShardFollower, images: ClusterImages, shardImages: ShardImages, log: (message: string) => void): Promise<ShardFollower> {
+  const follower = open();
+  if (await images.continuable(shard, follower.nextLsn)) return follower;
+  follower.close();
+  const restored = await shardImages.restoreNewest(shard);
+  log(`'s copy of shard ${shard} is behind its purged stream; restored image ${restored ?? '(none found)'}`);
+  return open();
+}
+
+/** One image round of a node: each shard it serves, one at a time. */
+export async function imageServedShards(owners: ShardOwners, shardImages: ShardImages, options: { node: string; stopping: () => boolean; log: (message: string) => void }): Promise<void> {
+  for (const { shard, epoch } of owners.serving()) {
+    if (options.stopping()) return;
+    const startedAt = Date.now();
+    const done = await shardImages.publish(shard, epoch, owners.followersNeedOf(shard)).catch((error: unknown) => ({ kind: 'skipped' as const, why: `failed: ${(error as Error).message}` }));
+    if (done.kind === 'written') options.log(`cluster: ${options.node} imaged shard ${shard} at LSN ${done.meta.lsn} (stream sequence ${done.meta.seq}) in ${Date.now() - startedAt} ms; stream purged below ${done.purgedBelow}`);
+    else options.log(`cluster: ${options.node}: no image of shard ${shard} this round (${done.why})`);
   }
 }
