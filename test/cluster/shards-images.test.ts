@@ -4,13 +4,12 @@
 // starts from an image (it replays less than the shard's history). Every process is killed by PID.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, idem, secretKey } from '../helpers/server.ts';
-import { fixture, load, processGone, replayAll, type Acked } from '../helpers/cluster-load.ts';
+import { secretKey } from '../helpers/server.ts';
+import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts';
 import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
-import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
-import { answering, customerOn, spread, SPREAD_ENV } from '../helpers/cluster-shards.ts';
+import { customerOn, killNode, shardOffTheFront, spreadCluster, SPREAD_ENV, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
 import { connectJetStream, streamOf } from '../../src/cluster/streams.ts';
 
 const key = secretKey();
@@ -25,14 +24,9 @@ function matches(output: string, from: number, pattern: RegExp): RegExpExecArray
 
 test('cluster, per-shard ownership: images → each holder images its shards to the object store and purges their streams; kill -9 of a holder → the survivor\'s recovery starts from an image and replays less than the history, every acknowledged request replays the same, verify clean', { skip, timeout: 300_000 }, () =>
   withCluster({ keys, env: IMAGES_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
-    const front = status.owner!.node;
-    const moved = status.shards.find((s) => s.owner!.node !== front)!.shard;
-    const victimName = status.shards[moved]!.owner!.node;
-    const victim = cluster.nodes.findIndex((n) => n.name === victimName);
-    const survivors = [0, 1, 2].filter((i) => i !== victim);
+    const { apis, status } = await spreadCluster(cluster, key);
+    const { shard: moved, holder: victim, others: survivors } = shardOffTheFront(cluster, status);
+    const victimName = cluster.nodes[victim]!.name;
     const f = await fixture(apis[survivors[0]!]!);
     // Every payment of the load lands on the shard that moves.
     f.payers = [await customerOn(apis[0]!, moved), await customerOn(apis[1]!, moved)];
@@ -57,23 +51,10 @@ test('cluster, per-shard ownership: images → each holder images its shards to 
     for (const [n, i] of survivors.entries()) await until(async () => /imaged its copy .*shard \d+: [1-9]\d* record\(s\) replayed/.test(cluster.nodes[i]!.server.output().slice(marks[n])), (seen) => seen, `${cluster.nodes[i]!.name} imaging its copy`, 60_000);
     const ackedBefore = acked.length;
 
-    const pids = cluster.nodes[victim]!.childPids();
-    const killedAt = Date.now();
     const after = survivors.map((i) => cluster.nodes[i]!.server.output().length);
     alive = survivors;
-    await cluster.nodes[victim]!.server.kill();
-    for (let i = 0; i < 50 && !pids.every(processGone); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.ok(pids.every(processGone), 'the killed node\'s shard hosts exit with it');
-    let recoveredMs = -1;
-    while (Date.now() - killedAt < 25_000) {
-      const r = await apis[survivors[0]!]!('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: f.payers[0], amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } }).catch(() => null);
-      if (r !== null && r.status === 201) {
-        recoveredMs = Date.now() - killedAt;
-        break;
-      }
-      if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const killedAt = await killNode(cluster, victim);
+    const recoveredMs = await writesAgain(apis[survivors[0]!]!, f.payers[0]!, killedAt);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     running = false;
     await loading;
@@ -88,8 +69,5 @@ test('cluster, per-shard ownership: images → each holder images its shards to 
     for (const error of errors) assert.match(error, /^(503 |fetch: )/);
     await replayAll(apis[survivors[0]!]!, acked);
     await replayAll(apis[survivors[1]!]!, acked.slice(0, 30));
-    for (const i of survivors) {
-      const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
-      assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
-    }
+    verifyAll(cluster, survivors);
   }));

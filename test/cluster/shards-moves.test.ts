@@ -9,7 +9,7 @@ import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts';
 import { until } from '../helpers/wait.ts';
-import { answering, customerOn, killNode, retried, shardOf, shardOffTheFront, spread, SPREAD_ENV, statusOf, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
+import { answering, customerOn, killNode, retried, shardOf, shardOffTheFront, spread, spreadCluster, SPREAD_ENV, statusOf, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
 import { SHARD_MOVING_MESSAGE } from '../../src/errors.ts';
 import { connectJetStream, streamOf } from '../../src/cluster/streams.ts';
 
@@ -19,9 +19,7 @@ const skip = natsServerBinary() !== null ? false : 'nats-server is not installed
 
 test('cluster, per-shard ownership: POST /v1/payments for a shard whose holder was just killed → 503 UNAVAILABLE in the error envelope with Retry-After: 1; the same Idempotency-Key succeeds once the shard has moved, and replays the same', { skip, timeout: 240_000 }, () =>
   withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
+    const { apis, status } = await spreadCluster(cluster, key);
     const { shard, holder, others } = shardOffTheFront(cluster, status);
     const via = apis[others[0]!]!;
     const payer = await customerOn(via, shard);
@@ -66,9 +64,7 @@ test('cluster, per-shard ownership: POST /v1/payments for a shard whose holder w
 
 test('cluster, per-shard ownership: kill -9 of the nats-server leading the busiest shard\'s stream under load through every node → writes to that shard resume, no shard moves, every acknowledged request replays the same, verify clean', { skip, timeout: 240_000 }, () =>
   withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const before = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
+    const { apis, status: before } = await spreadCluster(cluster, key);
     const f = await fixture(apis[1]!);
     // The sender's shard takes every transfer and order of the load: the busiest stream.
     const busy = shardOf(f.sender.id);
@@ -105,9 +101,7 @@ test('cluster, per-shard ownership: kill -9 of the nats-server leading the busie
 
 test('cluster, per-shard ownership: SIGTERM of a node holding a shard under load → it drains and hands the shard back, another node serves it well within the TTL with only 503s meanwhile, every acknowledged request replays the same, verify clean', { skip, timeout: 240_000 }, () =>
   withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
+    const { apis, status } = await spreadCluster(cluster, key);
     const { shard, holder, others } = shardOffTheFront(cluster, status);
     const f = await fixture(apis[others[0]!]!);
     f.payers = [await customerOn(apis[others[0]!]!, shard), await customerOn(apis[others[1]!]!, shard)];

@@ -2,7 +2,7 @@
 // status --json` reports it, waiting for the shards to spread, requests retried through a move, and
 // customers placed on a chosen shard. Test-side only. Invariant: a retried POST keeps its Idempotency-Key.
 import assert from 'node:assert/strict';
-import { idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
+import { client, idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
 import type { Api } from './cluster-load.ts';
 import type { KoboCluster } from './cluster.ts';
 import { kobo } from './cli.ts';
@@ -60,6 +60,14 @@ export async function customerOn(api: Api, shard: number): Promise<string> {
     if (shardOf(r.body.data.id) === shard) return r.body.data.id;
   }
   assert.fail(`no customer landed on shard ${shard}`);
+}
+
+/** Every node's client, once the shards have spread over all three nodes and every node answers a list across them. */
+export async function spreadCluster(cluster: KoboCluster, key: string): Promise<{ apis: Api[]; status: Status }> {
+  const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+  const status = await spread(cluster, 0, cluster.nodes.length, 60_000);
+  await answering(apis);
+  return { apis, status };
 }
 
 /** Waits until a list across every shard answers 200 through each node (the front is up and linked to every shard). */
