@@ -112,6 +112,11 @@ export class ShardFollower {
     });
   }
 
+  /** Its following stopped on a row it could not apply (a gap: the stream was purged past this copy). */
+  get stalled(): boolean {
+    return this.consuming?.failed() ?? false;
+  }
+
   /** Stops following; what was received is written. */
   async stop(): Promise<void> {
     await this.consuming?.end();

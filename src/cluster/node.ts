@@ -15,6 +15,7 @@ import { ControlFollower } from './control-follower.ts';
 import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
 import { continuableFollower as restoredIfBehind, imageServedShards, ShardImages } from './shard-images.ts';
+import { ShardCopies } from './shard-copies.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
 import { ensureStreams, fence } from './fencing.ts';
@@ -82,8 +83,6 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** A follower imaging its own copy (its shard followers pause meanwhile); a takeover ends it first. */
   let copyImaging: { child: ChildProcess; done: Promise<string> } | null = null;
   let imagedAt = '';
-  /** Per-shard takeovers under way: a copy image must not start on their files meanwhile. */
-  let takingOver = 0;
   const endCopyImaging = async (): Promise<void> => {
     const running = copyImaging;
     if (running === null) return;
@@ -100,7 +99,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     for (const follower of current) await follower.pause();
     const startedAt = Date.now();
     // A per-shard takeover began while they paused: it has one of these files now; the others follow again.
-    copyImaging = takingOver > 0 ? null : koboInChild(config.dataDir, ['cluster', 'image-copy', ...(perShard ? ['--shards', current.map((f) => f.shard).join(',')] : [])]);
+    copyImaging = copies.busy > 0 ? null : koboInChild(config.dataDir, ['cluster', 'image-copy', ...(perShard ? ['--shards', current.map((f) => f.shard).join(',')] : [])]);
     try {
       if (copyImaging === null) throw new Error('a shard is being taken over');
       const out = await copyImaging.done;
@@ -308,32 +307,21 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** Per-shard ownership: a follower of `shard` whose copy its stream can continue (restored from the shard's image if not). */
   const continuableFollower = (shard: number): Promise<ShardFollower> =>
     restoredIfBehind(shard, () => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords }), images, shardImages, (m) => log(`cluster: ${cluster.node}${m}`));
+  const copies = new ShardCopies({
+    followers: () => followers,
+    setFollowers: (next) => (followers = next),
+    continuable: continuableFollower,
+    copyImaging: () => copyImaging !== null,
+    endCopyImaging,
+    stopping: () => stopping,
+    held: (shard) => owners?.heldShards().includes(shard) === true,
+    log: (m) => log(`cluster: ${cluster.node}${m}`),
+  });
 
   const owners: ShardOwners | null = !perShard ? null : new ShardOwners({
     kv, js, jsm, cluster, shards, leaseMs, holdMs, log,
-    stopFollowing: async (shard, marker) => {
-      takingOver += 1;
-      try {
-        await endCopyImaging();
-        const found = followers.find((f) => f.shard === shard);
-        followers = followers.filter((f) => f !== found);
-        await found?.stop();
-        found?.close();
-        // Recovery then starts from the copy's newest image (its own, or the restored one) and replays after it.
-        const follower = await continuableFollower(shard);
-        await follower.catchUp(marker);
-        follower.close();
-      } finally {
-        takingOver -= 1;
-      }
-    },
-    follow: async (shard) => {
-      if (stopping || followers.some((f) => f.shard === shard)) return;
-      const follower = await continuableFollower(shard);
-      if (stopping || followers.some((f) => f.shard === shard)) return follower.close();
-      followers.push(follower);
-      await follower.follow();
-    },
+    stopFollowing: (shard, marker) => copies.stopFollowing(shard, marker),
+    follow: (shard) => copies.follow(shard),
     changed: () => sendRoutes(),
   });
 
@@ -415,7 +403,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), ...(owners === null ? {} : { followed: followers.map((f) => f.shard), held: owners.heldShards() }), control: controlFollower?.position ?? null, atMs: Date.now() };
-    if (owners !== null) void owners.readLive();
+    if (owners !== null) void owners.readLive().then(() => copies.refollowStalled());
     // A report the bucket leaves unanswered for long is the sign of an election (see CLAIM_GRACE_MS).
     const slow = setTimeout(() => (bucketFailedAtMs = Date.now()), BUCKET_SLOW_MS);
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now())).finally(() => clearTimeout(slow));

@@ -125,6 +125,8 @@ const CONSUME_RETRY_MS = 500;
 export interface Consuming {
   /** Stops consuming and waits for the message loop to end (at most one pending open). */
   end: () => Promise<void>;
+  /** A message could not be applied: the consuming ended by itself. */
+  failed: () => boolean;
 }
 
 /**
@@ -135,6 +137,7 @@ export interface Consuming {
  */
 export function consumeRetrying(label: string, open: () => Promise<AsyncIterable<JsMsg> & { close(): Promise<void | Error> }>, each: (m: JsMsg) => void): Consuming {
   let ended = false;
+  let failed = false;
   let messages: { close(): Promise<void | Error> } | null = null;
   let wake: (() => void) | null = null;
   const loop = (async () => {
@@ -150,6 +153,7 @@ export function consumeRetrying(label: string, open: () => Promise<AsyncIterable
           } catch (error) {
             process.stderr.write(`kobo: ${label} stopped: ${(error as Error).message}\n`);
             ended = true;
+            failed = true;
           }
         }
       } catch (error) {
@@ -161,6 +165,7 @@ export function consumeRetrying(label: string, open: () => Promise<AsyncIterable
     }
   })();
   return {
+    failed: () => failed,
     end: async () => {
       ended = true;
       wake?.();

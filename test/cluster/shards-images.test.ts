@@ -9,7 +9,7 @@ import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts
 import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { until } from '../helpers/wait.ts';
-import { customerOn, killNode, shardOffTheFront, spreadCluster, SPREAD_ENV, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
+import { customerOn, killNode, shardOf, shardOffTheFront, spreadCluster, SPREAD_ENV, statusOf, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
 import { connectJetStream, streamOf } from '../../src/cluster/streams.ts';
 
 const key = secretKey();
@@ -70,4 +70,38 @@ test('cluster, per-shard ownership: images → each holder images its shards to 
     await replayAll(apis[survivors[0]!]!, acked);
     await replayAll(apis[survivors[1]!]!, acked.slice(0, 30));
     verifyAll(cluster, survivors);
+  }));
+
+test('cluster, per-shard ownership: a node frozen (SIGSTOP) while the others image and purge past its copies → after SIGCONT its followers meet the gap, start again from the shards\' images and catch up (lag 0), verify clean on its copies', { skip, timeout: 300_000 }, () =>
+  withCluster({ keys, env: IMAGES_ENV }, async (cluster) => {
+    const { apis, status } = await spreadCluster(cluster, key);
+    const { holder: frozen, others } = shardOffTheFront(cluster, status);
+    const f = await fixture(apis[others[0]!]!);
+    const acked: Acked[] = [];
+    const errors: string[] = [];
+    let running = true;
+    const loading = load(() => others.map((i) => apis[i]!), f, () => running, acked, errors);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const pids = [cluster.nodes[frozen]!.server.child.pid!, ...cluster.nodes[frozen]!.childPids()];
+    const mark = cluster.nodes[frozen]!.server.output().length;
+    const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-frozen');
+    const lastSeqs = async (): Promise<number[]> => Promise.all([0, 1, 2].map(async (s) => (await jsm.streams.info(streamOf(s))).state.last_seq));
+    const atFreeze = await lastSeqs();
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    // The written streams are purged past where the frozen node's copies stopped.
+    const written = [...new Set([shardOf(f.sender.id), ...f.payers.map(shardOf)])];
+    await until(async () => Promise.all(written.map(async (s) => (await jsm.streams.info(streamOf(s))).state.first_seq)), (firsts) => written.every((s, i) => firsts[i]! > atFreeze[s]! + 1), `streams ${written.join(',')} purged past the frozen node`, 90_000);
+    for (const pid of pids) process.kill(pid, 'SIGCONT');
+    // A follower that met the gap stopped; the node makes it again from the shard's newest image.
+    const again = await until(async () => matches(cluster.nodes[frozen]!.server.output(), mark, /follows shard (\d+) again|copy of shard (\d+) is behind its purged stream; restored image shard-/), (m) => m.some((line) => /follows shard/.test(line[0])), 'a stopped follower of the thawed node following again', 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    running = false;
+    await loading;
+    const tails = await lastSeqs();
+    await nc.close();
+    const lagOf = async (): Promise<Array<number | null>> => statusOf(cluster, others[0]!).nodes.find((n) => n.node === cluster.nodes[frozen]!.name)?.lag ?? [];
+    const lag = await until(lagOf, (l) => l.length === 3 && l.every((x) => x === null || x === 0), 'the thawed node current on every shard it follows', 60_000);
+    process.stdout.write(`# frozen ${cluster.nodes[frozen]!.name}: streams ${written.join(',')} purged past its copies; after SIGCONT: ${again.map((m) => m[0]).join(' | ')}; lag ${lag.join(',')} at tails ${tails.join(',')}; acknowledged ${acked.length}\n`);
+    for (const error of errors) assert.match(error, /^(503 |fetch: )/);
+    verifyAll(cluster, [frozen]);
   }));
