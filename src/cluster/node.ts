@@ -327,7 +327,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
 
   const poll = async (): Promise<void> => {
     await pollFront();
-    if (owners !== null) await owners.poll(!stopping && Date.now() - bucketFailedAtMs >= CLAIM_GRACE_MS);
+    if (owners !== null) await owners.poll(!stopping && Date.now() - bucketFailedAtMs >= CLAIM_GRACE_MS, bucketFailedAtMs);
   };
 
   const pollFront = async (): Promise<void> => {

@@ -41,6 +41,8 @@ export function askTails(child: ChildProcess): Promise<TailsAnswer> {
 }
 /** A node status report (written every second) older than this counts the node as gone. */
 const LIVE_REPORT_AGE_MS_MAX = 3_000;
+/** After the bucket failed a node, a free key keeps its last holder's route at least this long. */
+const ROUTE_GRACE_MS = 2_000;
 /** A node starts claiming shards only once it has read the other nodes' reports for this long. */
 const SETTLE_MS = 1_500;
 
@@ -91,6 +93,13 @@ export class ShardOwners {
   private followersNeed = new Map<number, number>();
   /** Per shard, since when this node has read it free (null: held at the last read). */
   private readonly freeSinceMs: Array<number | null>;
+  /**
+   * Per shard, the holder the front keeps linking to while its key reads free: a key that lapsed during
+   * the bucket's election comes back (its holder holds requests meanwhile), so the route is dropped only
+   * once the key has been free for a whole TTL with the bucket answering (as the node-wide owner is).
+   */
+  private readonly routeOwners: Array<OwnerValue | null>;
+  private bucketFailedAtMs = -Infinity;
   private liveReadAtMs = 0;
   private readonly startedAtMs = Date.now();
   private stopping = false;
@@ -98,6 +107,7 @@ export class ShardOwners {
   constructor(private readonly deps: ShardOwnersDeps) {
     this.owners = Array.from({ length: deps.shards }, () => null);
     this.freeSinceMs = Array.from({ length: deps.shards }, () => null);
+    this.routeOwners = Array.from({ length: deps.shards }, () => null);
   }
 
   /** The shards this node holds a lease of. */
@@ -119,7 +129,7 @@ export class ShardOwners {
   routes(): ShardRoute[] {
     return this.owners.map((owner, shard) => {
       const mine = this.held.get(shard);
-      const link = mine !== undefined ? (mine.host === null ? null : mine.link) : (owner?.link ?? null);
+      const link = mine !== undefined ? (mine.host === null ? null : mine.link) : ((owner ?? this.routeOwners[shard])?.link ?? null);
       if (link === null) return null;
       const at = link.lastIndexOf(':');
       return { host: link.slice(0, at), port: Number(link.slice(at + 1)) };
@@ -152,9 +162,10 @@ export class ShardOwners {
   /**
    * One round: renews every held lease, reads every shard's holder, claims a free shard while below the
    * fair share, hands one back while above it. `mayClaim` false: the bucket failed lately (a lapsed
-   * owner goes first) or the node is stopping.
+   * owner goes first) or the node is stopping. `bucketFailedAtMs`: when the bucket last failed this node.
    */
-  async poll(mayClaim: boolean): Promise<void> {
+  async poll(mayClaim: boolean, bucketFailedAtMs = -Infinity): Promise<void> {
+    this.bucketFailedAtMs = bucketFailedAtMs;
     for (const [shard, held] of this.held) await this.renew(shard, held);
     const before = JSON.stringify(this.routes());
     for (let shard = 0; shard < this.deps.shards; shard += 1) {
@@ -163,6 +174,9 @@ export class ShardOwners {
       this.owners[shard] = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
       if (this.owners[shard] !== null || this.held.has(shard)) this.freeSinceMs[shard] = null;
       else this.freeSinceMs[shard] ??= Date.now();
+      const freeLong = Date.now() - (this.freeSinceMs[shard] ?? Infinity) >= this.deps.leaseMs && Date.now() - this.bucketFailedAtMs >= ROUTE_GRACE_MS;
+      if (this.owners[shard] !== null) this.routeOwners[shard] = this.owners[shard] ?? null;
+      else if (this.held.has(shard) || freeLong) this.routeOwners[shard] = null;
     }
     if (JSON.stringify(this.routes()) !== before) this.deps.changed();
     const fair = fairShare(this.deps.shards, this.live);

@@ -69,7 +69,7 @@ test('cluster, per-shard ownership: images → each holder images its shards to 
     for (const error of errors) assert.match(error, /^(503 |fetch: )/);
     await replayAll(apis[survivors[0]!]!, acked);
     await replayAll(apis[survivors[1]!]!, acked.slice(0, 30));
-    verifyAll(cluster, survivors);
+    await verifyAll(cluster, survivors);
   }));
 
 test('cluster, per-shard ownership: a node frozen (SIGSTOP) while the others image and purge past its copies → after SIGCONT its followers meet the gap, start again from the shards\' images and catch up (lag 0), verify clean on its copies', { skip, timeout: 300_000 }, () =>
@@ -103,5 +103,5 @@ test('cluster, per-shard ownership: a node frozen (SIGSTOP) while the others ima
     const lag = await until(lagOf, (l) => l.length === 3 && l.every((x) => x === null || x === 0), 'the thawed node current on every shard it follows', 60_000);
     process.stdout.write(`# frozen ${cluster.nodes[frozen]!.name}: streams ${written.join(',')} purged past its copies; after SIGCONT: ${again.map((m) => m[0]).join(' | ')}; lag ${lag.join(',')} at tails ${tails.join(',')}; acknowledged ${acked.length}\n`);
     for (const error of errors) assert.match(error, /^(503 |fetch: )/);
-    verifyAll(cluster, [frozen]);
+    await verifyAll(cluster, [frozen]);
   }));

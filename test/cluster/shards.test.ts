@@ -92,5 +92,5 @@ test('cluster, per-shard ownership: shards spread over 3 nodes → payments, cro
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     assert.ok(balance >= transfers * 100, `the receiver holds every acknowledged transfer (${transfers}): ${balance}`);
-    verifyAll(cluster, survivors);
+    await verifyAll(cluster, survivors);
   }));

@@ -103,8 +103,20 @@ export async function writesAgain(api: Api, payer: string, since: number, window
   assert.fail(`no write of ${payer} acknowledged within ${windowMs} ms`);
 }
 
-/** `kobo verify` is clean on each of these nodes' data dirs. */
-export function verifyAll(cluster: KoboCluster, indices: readonly number[]): void {
+/**
+ * `kobo verify` is clean on each of these nodes' data dirs, once each is current on every shard it follows
+ * (lag 0 in the status): a node's data dir holds the files of its own shards and copies of the others, and
+ * verify's balance across partitions holds only when the copies have caught up with what the holders wrote.
+ */
+export async function verifyAll(cluster: KoboCluster, indices: readonly number[], nats = cluster.nats.urls.join(',')): Promise<void> {
+  const names = indices.map((i) => cluster.nodes[i]!.name);
+  const current = (s: Status): boolean => names.every((name) => s.nodes.find((n) => n.node === name)?.lag.every((l) => l === null || l === 0) === true);
+  let last: Status | null = null;
+  for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 500))) {
+    last = statusOf(cluster, indices[0]!, nats);
+    if (current(last)) break;
+  }
+  assert.ok(last !== null && current(last), `the nodes ${names.join(', ')} catch up on every shard they follow: ${JSON.stringify(last?.nodes)}`);
   for (const i of indices) {
     const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
     assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
