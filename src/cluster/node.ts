@@ -403,7 +403,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), ...(owners === null ? {} : { followed: followers.map((f) => f.shard), held: owners.heldShards() }), control: controlFollower?.position ?? null, atMs: Date.now() };
-    if (owners !== null) void owners.readLive().then(() => copies.refollowStalled());
+    if (owners !== null) void owners.readLive().then(() => copies.refollowStalled()).catch((error: unknown) => log(`cluster: ${cluster.node} could not check its followers: ${(error as Error).message}`));
     // A report the bucket leaves unanswered for long is the sign of an election (see CLAIM_GRACE_MS).
     const slow = setTimeout(() => (bucketFailedAtMs = Date.now()), BUCKET_SLOW_MS);
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now())).finally(() => clearTimeout(slow));
