@@ -169,7 +169,7 @@ function fillBackup(backup: Database.Database, { dataDir, layout, cut, online, p
       // written them to their tables yet (log v2 writes them after the fsync, in bulk).
       held = store.takeHeldDerived();
       progress(`shard ${shard}: ${recovered.states.size} partitions at LSN ${recovered.lastLsn}`);
-      const tiered = copyTiers(backup, path.join(dataDir, shardFile(shard)), lsnOf.get(shard) ?? 0);
+      const tiered = copyTiers(backup, store.rowsDb.name, lsnOf.get(shard) ?? 0);
       addDerived(backup, held);
       // A backup restores without the log: rows that point into it take their bodies now.
       const resolved = resolveFromLog(backup, store);
@@ -272,9 +272,12 @@ function addDerived(backup: Database.Database, derived: DerivedBatch): void {
   })();
 }
 
-/** Copies a shard file's cold and idempotency rows written up to `lsn` (a running server may be ahead). */
-function copyTiers(backup: Database.Database, shardPath: string, lsn: number): { cold: number; idem: number; due: number } {
-  backup.prepare('ATTACH DATABASE ? AS s').run(shardPath);
+/**
+ * Copies a shard's cold, idempotency and expiry rows written up to `lsn` (a running server may be ahead)
+ * from `rowsPath`: its derived file, or the shard file itself for a dir no writable open has moved yet.
+ */
+function copyTiers(backup: Database.Database, rowsPath: string, lsn: number): { cold: number; idem: number; due: number } {
+  backup.prepare('ATTACH DATABASE ? AS s').run(rowsPath);
   try {
     const has = (table: string): boolean => backup.prepare("SELECT 1 FROM s.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     // The shard file keeps idempotency records in `idem_log` (by LSN); the backup, by scope, as before.

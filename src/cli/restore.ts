@@ -78,28 +78,30 @@ function checkBackup(backup: Database.Database, backupFile: string, options: Res
   return { shards: Number(meta.get('shards')), rows, rowChecksums };
 }
 
-/** Puts the backup's finished, idempotency and expiry rows of this shard's partitions into its fresh file. */
+/** Puts the backup's finished, idempotency and expiry rows of this shard's partitions into its fresh derived file. */
 function restoreTiers(store: ShardStore, backupFile: string, shard: number, checked: Checked): void {
   const { shards } = checked;
-  store.db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
+  // They go into the shard's derived file (derived-file.ts), through its own connection.
+  const db = store.rowsDb;
+  db.prepare('ATTACH DATABASE ? AS bk').run(backupFile);
   try {
-    const present = (table: string): boolean => store.db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+    const present = (table: string): boolean => db.prepare("SELECT 1 FROM bk.sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     // A backup from before finished entities left the heap has neither table.
-    if (present('cold')) store.db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
+    if (present('cold')) db.prepare(`INSERT INTO cold (${TIER_COLUMNS.cold}) SELECT ${TIER_COLUMNS.cold} FROM bk.cold WHERE partition % ? = ?`).run(shards, shard);
     if (present('due')) {
       // Each row keeps its checksum (checked above); a backup from before row checksums gets one now
       // (nothing to check it against). The shard file names owners by number: put back through the store.
       const columns = checked.rowChecksums ? DUE_BACKUP_COLUMNS : `${DUE_COLUMNS}, NULL AS crc`;
-      const rows = store.db.prepare(`SELECT ${columns} FROM bk.due WHERE partition % ? = ?`).all(shards, shard) as DueBackupRow[];
-      store.db.transaction(() => store.due.putBackupRows(rows))();
+      const rows = db.prepare(`SELECT ${columns} FROM bk.due WHERE partition % ? = ?`).all(shards, shard) as DueBackupRow[];
+      db.transaction(() => store.due.putBackupRows(rows))();
     }
     if (present('idem')) {
       // Put back through the store, which writes each row at its LSN with its checksum (checked above).
-      const rows = store.db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM bk.idem WHERE partition % ? = ? ORDER BY lsn').all(shards, shard) as IdemRowOut[];
-      store.db.transaction(() => store.idem.putRows(rows))();
+      const rows = db.prepare('SELECT scope, partition, fingerprint, status, json, error, at_ms, lsn FROM bk.idem WHERE partition % ? = ? ORDER BY lsn').all(shards, shard) as IdemRowOut[];
+      db.transaction(() => store.idem.putRows(rows))();
     }
   } finally {
-    store.db.exec('DETACH DATABASE bk');
+    db.exec('DETACH DATABASE bk');
   }
 }
 

@@ -1,13 +1,13 @@
-// A copy of one shard's files (`shard-<n>.db` and its list file) at one moment, for a per-shard image in
+// A copy of one shard's files (`shard-<n>.db` and its derived file) at one moment, for a per-shard image in
 // the object store (shard-images.ts). Runs as `kobo cluster image-shard` in a process of its own, started
 // by the node holding the shard while its host writes the files (a read transaction: VACUUM INTO).
-// Invariant: the list file is copied after the shard file, so it covers every image the shard copy holds
-// (a list file's rows past the shard copy's log are cut when the copy is opened, as after a crash).
+// Invariant: the derived file is copied after the shard file, so it covers every image the shard copy holds
+// (its rows past the shard copy's log are cut when the copy is opened, as after a crash).
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore } from '../store/shard-store.ts';
-import { listFileOf } from '../store/list-file.ts';
+import { derivedFileOf as listFileOf } from '../store/derived-file.ts';
 import { shardFile } from '../shard/layout.ts';
 
 /** The copy's last log row (what the stream must hold before the copy may stand for it); lastLsn 0: an empty log. */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import { ShardStore } from '../store/shard-store.ts';
-import { listFileOf } from '../store/list-file.ts';
+import { derivedFileOf as listFileOf } from '../store/derived-file.ts';
 import { shardFile } from '../shard/layout.ts';
 import { koboInChild, rowHolding, type ClusterImages } from './images.ts';
 import type { ShardFollower } from './follower.ts';
@@ -21,7 +21,7 @@ import type { ShardCopy } from './shard-copy.ts';
 
 /** Images kept per shard; the stream keeps what the oldest of them needs. */
 const SHARD_IMAGES_KEPT = 2;
-/** Bytes of the length prefix that separates the shard file from its list file in one object. */
+/** Bytes of the length prefix that separates the shard file from its derived file in one object. */
 const LENGTH_BYTES = 8;
 
 interface ShardImageMeta {

@@ -1,91 +1,114 @@
-// When a shard writes the rows it derives from its log: list rows a chunk a turn into the list file's open
-// transaction (list-file.ts), cold, idempotency and expiry rows a slice a turn once they pass their bound,
-// everything on demand (images, stop, sweeps). Runs in the shard worker (or the main thread for an inline
-// shard), beside its runtime.
-// Invariant: a write is announced to the durable gate (the next fsync covers it) before any key it freed
-// is handed back to the front end.
+// When a shard writes the rows it derives from its log into the derived file (derived-file.ts): a chunk a
+// turn into the file's open transaction as they come (cold, idempotency and expiry rows once their record
+// is durable in the log), a slice a turn when too much waits, everything up to an LSN on demand (images,
+// stop, the front's index). Runs in the shard worker (or the main thread for an inline shard), beside its runtime.
+// Invariant: idempotency keys expiry freed go back to the front only after the derived file's commit and
+// fsync that made their deletion durable; no deleting row is written for a record the log may still lose.
 import type { ShardStore } from '../store/shard-store.ts';
-import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS, ROWS_PENDING_MAX, type DerivedPart } from '../store/derived-rows.ts';
+import { DERIVED_PENDING_WEIGHT_MAX, DERIVED_SLICE_ROWS } from '../store/derived-rows.ts';
 
 /**
- * List rows one turn adds to the list file's open transaction: small enough that a turn stays short
- * (~3.5 µs a row into three b-trees), large enough to keep up with a batch of 256 connections' payments.
+ * Rows one turn adds to the derived file's open transaction: small enough that a turn stays short
+ * (~3.5 µs a list row into three b-trees, less for the others), large enough to keep up with a batch of
+ * 256 connections' payments.
  */
-export const LIST_CHUNK_ROWS = 512;
+export const DERIVED_CHUNK_ROWS = 512;
 
 export interface DerivedWrites {
-  /** After a group commit: schedules slices if any part has passed its bound. */
+  /** After a group commit: schedules the next chunk. */
   afterBatch(): void;
-  /** Writes waiting rows of `part` now, at most `rowsMax` (all of them by default). */
-  write(rowsMax?: number, part?: DerivedPart): void;
+  /** The log is durable up to `lsn`: rows of its records may now go into the derived file. */
+  logDurable(lsn: number): void;
+  /**
+   * Writes waiting rows now, at most `rowsMax` (all of them by default), no cold, idempotency or expiry row
+   * of a record past `lsnMax` or the log's durable end; returns how many.
+   */
+  write(rowsMax?: number, lsnMax?: number): number;
+  /** Commits and fsyncs the derived file; resolves once that is done and the keys it freed are handed on. */
+  durable(): Promise<void>;
 }
 
 export function derivedWrites(options: {
   store: ShardStore;
   isClosed: () => boolean;
-  /** A write committed: its rows become durable with the next fsync; `freed`: idempotency keys expiry freed. */
-  wrote: (freed: Array<[number, number]>) => void;
+  /** Rows went into the derived file's open transaction (crash tests stop here). */
+  wrote: () => void;
+  /** Idempotency keys whose deletion is durable in the derived file: the front may hand them out again. */
+  freed: (pairs: Array<[number, number]>) => void;
 }): DerivedWrites {
   const { store } = options;
   let scheduled = false;
-  let listsScheduled = false;
+  /** Every log record up to here is durable (replayed records at start are in the file already). */
+  let durableLsn = store.lsnNext - 1;
+  /** A fsync for freed keys runs: keys freed meanwhile go with the next one. */
+  let releasing = false;
 
-  /** Which part of the waiting rows other than list rows is past `share` of its bound (null: none). */
-  function overBound(share: number): DerivedPart | null {
-    if (store.otherPending > ROWS_PENDING_MAX * share) return 'rows';
-    return store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX * share ? 'all' : null;
+  function write(rowsMax = Number.POSITIVE_INFINITY, lsnMax = Number.POSITIVE_INFINITY): number {
+    const written = store.writeDerived(rowsMax, 'all', Math.min(lsnMax, durableLsn));
+    if (written > 0) options.wrote();
+    if (store.derived.freedWaiting > 0) releaseFreed();
+    return written;
   }
 
-  function write(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all'): void {
-    const { freed, wrote } = store.writeDerived(rowsMax, part);
-    if (wrote) options.wrote(freed);
+  function durable(): Promise<void> {
+    return new Promise((resolve, reject) => store.derivedDurable((error, freed) => {
+      if (error !== null) {
+        reject(error);
+        return;
+      }
+      if (freed.length > 0) options.freed(freed);
+      resolve();
+    }));
   }
 
   /**
-   * Writes waiting derived rows in turns of their own, a slice of one part each, until at most half of
-   * every bound waits: request batches interleave (a single write of 20,000 rows held the shard ~100 ms;
-   * p99 at 64 connections was 118 ms with slices of 2,000 rows, 70 ms with 500).
+   * Expiry freed keys: the file commits and fsyncs now rather than at its row bound (expiry runs on the
+   * sweep's period, so this costs a commit a period), and the keys go out once it has.
+   */
+  function releaseFreed(): void {
+    if (releasing) return;
+    releasing = true;
+    durable().then(() => {
+      releasing = false;
+      if (store.derived.freedWaiting > 0 && !options.isClosed()) releaseFreed();
+    }, (error: unknown) => {
+      // A failed fsync leaves the file's state unknown: stop, as after a failed log fsync.
+      throw error;
+    });
+  }
+
+  /**
+   * One chunk a turn until nothing written can wait no longer: request batches interleave (a 2,000-row slice
+   * held the loop 5–26 ms). While the file's journal is checkpointed rows wait (a transaction opened now
+   * would keep the journal from restarting; the checkpoint's end schedules this again), unless half the
+   * weight bound waits: then a slice goes in regardless.
    */
   function schedule(): void {
     if (scheduled) return;
     scheduled = true;
     setImmediate(() => {
       scheduled = false;
-      if (options.isClosed()) return;
-      const part = overBound(0.5);
-      if (part === null) return;
-      write(DERIVED_SLICE_ROWS, part);
-      if (overBound(0.5) !== null) schedule();
+      if (options.isClosed() || store.derivedPending === 0) return;
+      const heavy = store.derivedWeight > DERIVED_PENDING_WEIGHT_MAX / 2;
+      if (store.derived.checkpointing && !heavy) return;
+      if (write(heavy ? DERIVED_SLICE_ROWS : DERIVED_CHUNK_ROWS) > 0) schedule();
     });
   }
 
-  /**
-   * List rows go into the list file's open transaction a chunk a turn, as they come, until none waits:
-   * no turn writes a whole slice (a 2,000-row slice of list rows held the loop 8–26 ms, and was most of the
-   * POST's p99), and the file commits every LIST_TX_ROWS_MAX rows.
-   */
-  function scheduleLists(): void {
-    if (listsScheduled) return;
-    listsScheduled = true;
-    setImmediate(() => {
-      listsScheduled = false;
-      // While the list file's journal is checkpointed the rows wait: a transaction opened now would keep
-      // the journal from restarting (the checkpoint's end schedules this again).
-      if (options.isClosed() || store.listPending === 0 || store.listsCheckpointing) return;
-      store.writeDerived(LIST_CHUNK_ROWS, 'lists');
-      if (store.listPending > 0) scheduleLists();
-    });
-  }
-
-  store.checkpointListsInWorker(() => {
-    if (store.listPending > 0) scheduleLists();
+  store.derived.checkpointInWorker(() => {
+    if (store.derivedPending > 0) schedule();
   });
 
   return {
     afterBatch: () => {
-      if (store.listPending > 0) scheduleLists();
-      if (overBound(1) !== null) schedule();
+      if (store.derivedPending > 0) schedule();
+    },
+    logDurable: (lsn) => {
+      if (lsn <= durableLsn) return;
+      durableLsn = lsn;
+      if (store.derivedPending > 0) schedule();
     },
     write,
+    durable,
   };
 }

@@ -1,8 +1,8 @@
 // A shard's image rounds: which partitions changed since their last image, when a round is due, and the
 // round itself (an image per changed partition, then truncation of the log segments every kept image
 // covers). Runs in the shard's thread beside its runtime (shard-runtime.ts).
-// Invariant: an image at LSN n is written only after every row the records up to n imply is in the files
-// (derived rows written, list rows committed and fsynced), so replay from it derives nothing twice.
+// Invariant: an image at LSN n is written only after every row the records up to n imply is committed and
+// fsynced in the derived file, so replay from it never needs a row it would not derive again.
 import type { ShardStore } from '../store/shard-store.ts';
 import { compressImage, snapshotRow } from '../store/snapshot.ts';
 import { truncateCovered } from '../store/truncate-covered.ts';
@@ -28,10 +28,10 @@ export function imageRounds(options: {
   /** Records always kept in the log after truncation. */
   retainRecords: number;
   isClosed: () => boolean;
-  /** Writes waiting derived rows, at most `rowsMax` (all of them by default). */
-  writeDerived: (rowsMax?: number) => void;
-  /** Resolves once the list file holds every list row so far, committed and fsynced. */
-  listsDurable: () => Promise<void>;
+  /** Writes waiting derived rows, at most `rowsMax` (all of them by default); returns how many. */
+  writeDerived: (rowsMax?: number) => number;
+  /** Resolves once every derived row of the records up to `lsn` is committed and fsynced in the derived file. */
+  derivedDurable: (lsn: number) => Promise<void>;
   /** Resolves once every commit made so far is durable. */
   allDurable: () => Promise<void>;
   /** A write of the shard file committed (the next fsync covers it); `step` names it for crash tests. */
@@ -62,18 +62,16 @@ export function imageRounds(options: {
         await nextTurn();
         // A backlog of derived rows is written a slice a turn (commands interleave), the rest in the turn
         // that encodes the image.
-        while (store.derivedPending > DERIVED_SLICE_ROWS && !options.isClosed()) {
-          options.writeDerived(DERIVED_SLICE_ROWS);
-          await nextTurn();
-        }
+        // (Rows of records the log has not yet made durable wait: the loop ends when a slice writes nothing.)
+        while (store.derivedPending > DERIVED_SLICE_ROWS && !options.isClosed() && options.writeDerived(DERIVED_SLICE_ROWS) > 0) await nextTurn();
         const state = states.get(partition)!;
         dirty.delete(partition);
         taken += 1;
         lsn = store.lsnNext - 1;
-        options.writeDerived();
         const json = encodePartition(state);
-        // The list file commits and fsyncs off this thread while the image compresses.
-        const [body] = await Promise.all([compressImage(json), options.listsDurable()]);
+        // The derived file takes the rows up to the image (once the log holds their records durably), then
+        // commits and fsyncs off this thread while the image compresses.
+        const [body] = await Promise.all([compressImage(json), options.derivedDurable(lsn)]);
         store.writeSnapshot(snapshotRow({ partition, lsn, takenAtMs: Date.now(), body }));
         options.committed('snapshot.written');
       }

@@ -174,11 +174,14 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     effects: Effect[];
     /** Views of the wallets the batch changed: they travel with (and are taken before) its replies. */
     wallets?: WalletUpdate[];
+    /** The last LSN of the batch's records: once released, the log holds them durably. */
+    lsn?: number;
     done?: () => void;
   }
 
   function release(outputs: Outputs): void {
     const wallets = outputs.wallets ?? [];
+    if (outputs.lsn !== undefined) derived.logDurable(outputs.lsn);
     if (outputs.replies.length > 0) crashAt('log.synced');
     if (outputs.replies.length > 0 || wallets.length > 0) post({ type: 'replies', items: outputs.replies, wallets });
     if (outputs.replies.length > 0) crashAt('replies.sent');
@@ -192,9 +195,14 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
   const journal = openJournal(new SqliteJournal(store), data.shard, data.cluster);
   const gate = new DurableGate<Outputs>((done) => journal.sync(done), release, (seconds) => metrics.sync(seconds));
 
-  /** Commits the list file and fsyncs it; a failed fsync stops the shard like any failed write. */
-  function listsDurable(): Promise<void> {
-    return new Promise((resolve, reject) => store.listsDurable((error) => (error === null ? resolve() : reject(error))));
+  /**
+   * Once the log holds the records up to `lsn` durably, their derived rows go into the derived file, which
+   * commits and fsyncs; a failed fsync stops the shard like any failed write.
+   */
+  async function derivedDurable(lsn: number): Promise<void> {
+    await allDurable();
+    derived.write(Number.POSITIVE_INFINITY, lsn);
+    await derived.durable();
   }
 
   /** Resolves once every commit made so far is durable (snapshots answer only then). */
@@ -247,16 +255,15 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     // leaves the heap now and waits, readable, for writeDerived.
     const commitStarted = performance.now();
     const extras = passivation.take();
-    const wrote = records.length > 0 || extras.idem.some((change) => change.op.op !== 'put');
-    const freed = store.appendBatch(records, extras);
-    if (wrote) {
+    store.appendBatch(records, extras);
+    if (records.length > 0) {
       crashAt('log.appended');
       gate.committedOne();
     }
     derived.afterBatch();
     metrics.commit(batch.length, records.length, (performance.now() - commitStarted) / 1000);
     passivation.settle();
-    gate.afterCommits({ replies, outbox, freed, effects, wallets: changedWallets(records) });
+    gate.afterCommits({ replies, outbox, freed: [], effects, wallets: changedWallets(records), ...(records.length > 0 ? { lsn: store.lsnNext - 1 } : {}) });
     if (queue.length > 0) scheduleFlush();
     images.noteRecords(records);
   }
@@ -279,17 +286,14 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     return updates;
   }
 
-  /** Writes waiting derived rows (all of them by default); the keys expiry freed go out once that write is durable. */
+  /** Writes waiting derived rows into the derived file; the keys expiry freed go out once their deletion is durable there. */
   const derived = derivedWrites({
     store,
     isClosed: () => closed,
-    wrote: (freed) => {
-      crashAt('derived.written');
-      gate.committedOne();
-      if (freed.length > 0) gate.afterCommits({ replies: [], outbox: [], freed, effects: [] });
-    },
+    wrote: () => crashAt('derived.written'),
+    freed: (pairs) => gate.afterCommits({ replies: [], outbox: [], freed: pairs, effects: [] }),
   });
-  const writeDerived = derived.write;
+  const writeDerived = (rowsMax?: number): number => derived.write(rowsMax);
 
   function scheduleFlush(): void {
     if (flushScheduled) return;
@@ -312,7 +316,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     retainRecords: data.walRetainRecords,
     isClosed: () => closed,
     writeDerived: (rowsMax) => writeDerived(rowsMax),
-    listsDurable,
+    derivedDurable,
     allDurable,
     committed: (step) => {
       crashAt(step);
@@ -382,10 +386,13 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
             setImmediate(whenDone);
             return;
           }
+          // The index is read from the derived file: every row written, and expiry's deletions durable there.
           void allDurable().then(() => {
-            if (closed) return;
+            if (closed) return Promise.resolve();
             writeDerived();
-            reportIndex();
+            return derived.durable().then(() => {
+              if (!closed) reportIndex();
+            });
           });
         };
         whenDone();
@@ -394,9 +401,9 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
       case 'stop':
         if (stopping) return;
         stopping = true;
-        void snapshotAll().then(() => {
+        void snapshotAll().then(allDurable).then(() => {
           writeDerived();
-          return allDurable();
+          return derived.durable();
         }).then(() => {
           for (const timer of timers) clearInterval(timer);
           closed = true;

@@ -1,7 +1,6 @@
-// Derived rows not yet written: the cold rows, idempotency changes and expiry rows that a group commit's
-// records imply. Log v2 writes only the log row on the request path; these follow after the fsync, in
-// bulk (before every snapshot image, at stop, and whenever too many wait), and until then reads find
-// them here. Runs in the shard worker (and the CLI's read-only replay) that owns the file.
+// Derived rows not yet written: the list rows, cold rows, idempotency changes and expiry rows that a group
+// commit's records imply. Log v2 writes only the log row on the request path; these follow into the derived
+// file (derived-file.ts) a chunk a turn, and until then reads find them here. Runs in the shard worker (and the CLI's read-only replay) that owns the file.
 // Invariant: every row here is implied by a durable log record, so losing this memory loses nothing:
 // recovery replays the records after each partition's image and derives the same rows again.
 import type { ColdRow } from './cold-table.ts';
@@ -27,21 +26,11 @@ export interface DerivedBatch {
 export const DERIVED_PENDING_WEIGHT_MAX = 16_000_000;
 const ROW_WEIGHT_MIN = 100;
 /**
- * Rows one turn of the shard writes when too many wait: a slice, so no batch waits long behind it. Each
- * slice's transaction rewrites the partly filled last page of every b-tree it touches, so fewer, larger
- * slices write fewer bytes and cost less CPU a row: 2,000 against 500 wrote ~15% fewer bytes a payment
- * and ~5% less CPU a durable POST with the same p99; 5,000 wrote no fewer and doubled the p99 at 64
- * connections (bench/RESULTS.md, "Fewer, larger derived slices").
+ * Rows one turn writes when the waiting rows pass half their weight bound (a checkpoint of the derived
+ * file ran long, or the log's fsync lagged), and what an image round writes a turn from a backlog: a
+ * slice, so no batch waits long behind it. Rows otherwise go a chunk a turn (derived-writes.ts).
  */
 export const DERIVED_SLICE_ROWS = 2_000;
-/**
- * Cold rows, idempotency changes and expiry rows that may wait before the shard writes them, a slice at a
- * time like the list rows. Without it they waited for the next partition image (or the weight bound),
- * tens of thousands at once, and the image's turns then wrote slices back to back: the p99 at 64
- * connections was 42–46 ms against 30–32 ms with them written as they come (bench/RESULTS.md, "Derived
- * rows written as they come"), and a POST's CPU fell by a few percent.
- */
-export const ROWS_PENDING_MAX = 4_000;
 
 /**
  * Which waiting rows a slice takes: the list index's (list rows and ledger entries: three b-trees a row),
@@ -174,9 +163,23 @@ export class PendingDerived {
     return rows;
   }
 
-  /** The LSN of the oldest waiting list row or ledger entry (Infinity: none waits). */
-  get oldestListLsn(): number {
-    return Math.min(this.list.at(0)?.lsn ?? Number.POSITIVE_INFINITY, this.entries.at(0)?.lsn ?? Number.POSITIVE_INFINITY);
+  /**
+   * The LSN of the oldest waiting row an image must not pass (Infinity: none waits): any row but an expiry
+   * row's drop. A drop is a hint's removal, and a batch whose sweep drops stale rows without a record gives
+   * them the LSN of the record before it, which an image may already cover; lost, the next sweep finds the
+   * row and drops it again (it decides from the payment). Scans the waiting expiry rows (few) for a set.
+   */
+  get oldestImageLsn(): number {
+    const none = Number.POSITIVE_INFINITY;
+    let due = none;
+    for (let i = 0; i < this.due.length; i += 1) {
+      const change = this.due.at(i)!;
+      if (change.op === 'set') {
+        due = change.lsn;
+        break;
+      }
+    }
+    return Math.min(this.list.at(0)?.lsn ?? none, this.entries.at(0)?.lsn ?? none, this.cold.at(0)?.lsn ?? none, this.idem.at(0)?.lsn ?? none, due);
   }
 
   /** List rows and ledger entries waiting (the runtime hands them to the list file a chunk a turn). */
@@ -184,7 +187,7 @@ export class PendingDerived {
     return this.list.length + this.entries.length;
   }
 
-  /** Cold rows, idempotency changes and expiry rows waiting (see ROWS_PENDING_MAX). */
+  /** Cold rows, idempotency changes and expiry rows waiting. */
   get otherRows(): number {
     return this.cold.length + this.idem.length + this.due.length;
   }
@@ -251,10 +254,10 @@ export class PendingDerived {
    * The oldest waiting rows of `part`, at most `rowsMax`; the memory lets go of them (the caller writes
    * them at once). List rows go first; the cold, idempotency and expiry rows are taken oldest LSN first
    * across the three tables, so every table's rows keep pace (each table's rows stay in their order: a
-   * slice takes a prefix of each).
+   * slice takes a prefix of each), and none of a record past `rowsLsnMax` (the log's durable end).
    */
-  takeSome(rowsMax: number, part: DerivedPart = 'all'): DerivedBatch {
-    if (part === 'all' && rowsMax >= this.rows) return this.take();
+  takeSome(rowsMax: number, part: DerivedPart = 'all', rowsLsnMax = Number.POSITIVE_INFINITY): DerivedBatch {
+    if (part === 'all' && rowsMax >= this.rows && rowsLsnMax === Number.POSITIVE_INFINITY) return this.take();
     // List rows first: they are the ones a list page merges from memory (the smaller that set, the cheaper).
     const list = part === 'rows' ? [] : this.list.shift(rowsMax);
     const entries = part === 'rows' ? [] : this.entries.shift(rowsMax - list.length);
@@ -268,9 +271,12 @@ export class PendingDerived {
       const idemLsn = this.idem.at(idemCount)?.lsn ?? Number.POSITIVE_INFINITY;
       const dueLsn = this.due.at(dueCount)?.lsn ?? Number.POSITIVE_INFINITY;
       if (coldLsn <= idemLsn && coldLsn <= dueLsn) {
-        if (coldLsn === Number.POSITIVE_INFINITY) break;
+        if (coldLsn === Number.POSITIVE_INFINITY || coldLsn > rowsLsnMax) break;
         coldCount += 1;
-      } else if (idemLsn <= dueLsn) idemCount += 1;
+      } else if (idemLsn <= dueLsn) {
+        if (idemLsn > rowsLsnMax) break;
+        idemCount += 1;
+      } else if (dueLsn > rowsLsnMax) break;
       else dueCount += 1;
     }
     const cold = this.cold.shift(coldCount);

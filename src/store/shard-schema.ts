@@ -7,27 +7,31 @@ import { DUE_SQL, DueLog } from './due-log.ts';
 import { COLD_SQL, ColdTable } from './cold-table.ts';
 import { SNAPSHOTS_SQL } from './snapshot-table.ts';
 import { LIST_SQL, ListIndex } from './list-index.ts';
+import { shardHoldsRows } from './derived-file.ts';
 
-export function prepareShardSchema(db: Database.Database, idem: IdemLog): void {
-  // The list index lives in a file of its own (list-file.ts): a shard file written before that keeps its
-  // list tables only until they move, in today's layout; a newer one has none.
+export function prepareShardSchema(db: Database.Database): void {
+  // The list index, and the cold, idempotency and expiry rows, live in the derived file (derived-file.ts):
+  // a shard file written before that keeps those tables only until they move, in today's layout (they are
+  // moved to it here first); a newer one has none, and none is created.
   const legacyLists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('lists', 'ledger_entries')").get() !== undefined;
+  const legacyRows = shardHoldsRows(db);
   if (legacyLists) ListIndex.relayout(db);
-  // An older idempotency table gets its checksums in its own layout first, then moves to owner numbers.
-  IdemLog.addChecksums(db);
-  IdemLog.relayout(db);
   db.exec(`
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     ${SNAPSHOTS_SQL}
-    ${IDEM_LOG_SQL}
-    ${DUE_SQL}
     ${legacyLists ? LIST_SQL : 'DROP TABLE IF EXISTS list_rows;'}
   `);
-  migrateIdem(db, idem);
-  DueLog.migrate(db);
-  ColdTable.migrate(db);
+  if (legacyRows) {
+    // An older idempotency table gets its checksums in its own layout first, then moves to owner numbers.
+    IdemLog.addChecksums(db);
+    IdemLog.relayout(db);
+    db.exec(`${IDEM_LOG_SQL}\n${DUE_SQL}`);
+    migrateIdem(db, new IdemLog(db));
+    DueLog.migrate(db);
+    ColdTable.migrate(db);
+    db.exec(COLD_SQL);
+  }
   if (legacyLists) ListIndex.migrate(db);
-  db.exec(COLD_SQL);
 }
 
 /** Files written before `idem_log` kept records in a table keyed by scope: moved over once, at open. */

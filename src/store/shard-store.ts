@@ -1,26 +1,25 @@
-// One shard's SQLite file: the log (one checksummed row per group commit, holding the batch's records),
-// partition snapshots, and the tables derived from the log: finished entities (cold), idempotency
-// records and collection expiries (due). Runs inside the shard worker that owns the file (the CLI opens
-// it read-only while a server runs, or alone).
+// One shard's SQLite file: the log (one checksummed row per group commit, holding the batch's records) and
+// partition snapshots. The rows derived from the log (list index, finished entities, idempotency records,
+// expiries) live beside it in the derived file, reached through ShardDerived (shard-derived.ts). Runs inside
+// the shard worker that owns the file (the CLI opens it read-only while a server runs, or alone).
 // Invariant: a batch's log row is one sqlite transaction: all of it or none. Derived rows are written
 // later (PendingDerived) and are always implied by durable log rows.
-import assert from 'node:assert/strict';
 import type Database from 'better-sqlite3';
 import { openDatabase, SHARD_PAGE_SIZE_BYTES } from './open-database.ts';
 import type { ColdReader, EntityKind, IdempotencyRecord } from './tiers.ts';
 import { Statements } from './statements.ts';
-import { IdemLog, IN_LOG_JSON, type IdemChange } from './idem-log.ts';
-import { DueLog } from './due-log.ts';
+import type { IdemLog } from './idem-log.ts';
+import type { DueLog } from './due-log.ts';
 import { LogSegments, WAL_SEGMENT_RECORDS, walChecksum, type EncodedRow, type LogEntry } from '../journal/log-segments.ts';
 import type { LogRecord } from '../journal/log-record.ts';
-import { PendingDerived, type DerivedBatch, type DerivedPart } from './derived-rows.ts';
-import { ColdTable, IN_LOG_BODY } from './cold-table.ts';
+import type { DerivedBatch, DerivedPart } from './derived-rows.ts';
+import type { ColdTable } from './cold-table.ts';
 import { createdInLog, eventInLog, pointIntoLog, storedInLog, withoutBodies } from './log-pointers.ts';
 import { JournalSync } from './journal-sync.ts';
 import { prepareShardSchema } from './shard-schema.ts';
 import { SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
-import { ListFile, shardHoldsLists } from './list-file.ts';
-import { EVENT_IN_LOG_BODY, ListIndex, type EntryChange, type EntryQuery, type IndexedRow, type ListChange, type ListKind, type ListQuery, type ListRow } from './list-index.ts';
+import { ShardDerived } from './shard-derived.ts';
+import type { EntryChange, EntryQuery, ListChange, ListIndex, ListKind, ListQuery, ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
@@ -38,37 +37,15 @@ export class ShardStore implements ColdReader {
   /** The log's segment tables. */
   private readonly wal: LogSegments;
   private readonly snapshots: SnapshotTable;
-  private readonly appendTx: (records: readonly LogRecord[], derived: DerivedBatch | null) => Array<[number, number]>;
-  private readonly writeDerivedTx: (derived: DerivedBatch) => Array<[number, number]>;
-  /** Derived rows of durable log rows, not yet in their tables (reads look here first). */
-  private readonly pending = new PendingDerived();
+  private readonly appendTx: (records: readonly LogRecord[]) => void;
   private readonly statements: Statements;
+  /** The rows derived from the log: waiting in memory, or in the derived file beside this one. */
+  readonly derived: ShardDerived;
   /**
    * While recovery replays record L, a cold read must see the entity as it was before L (a later
    * version may already be on disk); Infinity when live.
    */
   asOfLsn = Number.POSITIVE_INFINITY;
-  /** False only for a read-only open of a file written before the cold and idempotency tables existed. */
-  readonly tiered: boolean;
-  readonly idem: IdemLog;
-  /** Finished entities, by id. */
-  readonly cold: ColdTable;
-  /** Waiting sandbox collections by expiry (the sweep's index). */
-  readonly due: DueLog;
-  /** List rows and wallet ledger entries (null: a read-only open of a file from before lists). */
-  readonly lists: ListIndex | null;
-  /**
-   * The list index's own file (list-file.ts); null only for a read-only open of a shard file that still
-   * holds its list tables itself (or has none), whose `lists` is then read from the shard file.
-   */
-  private readonly listFile: ListFile | null;
-  /**
-   * Every list row of the records up to this LSN is committed and fsynced in the list file (an image up
-   * to it may be written). Set by each sync from what was written then and what still waited.
-   */
-  private listsDurableThrough = -1;
-  /** False only for a read-only open of a file whose idempotency records predate `idem_log`. */
-  private readonly idemLogged: boolean;
   private readonly journalSync: JournalSync;
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
@@ -76,10 +53,7 @@ export class ShardStore implements ColdReader {
     this.db = openDatabase(file, Object.assign({ pageSizeBytes: SHARD_PAGE_SIZE_BYTES }, options));
     this.statements = new Statements(this.db);
     this.journalSync = new JournalSync(`${file}-wal`);
-    this.idem = new IdemLog(this.db);
-    this.due = new DueLog(this.db);
-    this.cold = new ColdTable(this.db);
-    if (options.readonly !== true) prepareShardSchema(this.db, this.idem);
+    if (options.readonly !== true) prepareShardSchema(this.db);
     if (options.readonly === true) {
       // A reader (verify, while a server may be writing) sees one moment of the file throughout: the
       // server may drop a WAL segment or take an image meanwhile, which this read transaction never sees.
@@ -88,40 +62,54 @@ export class ShardStore implements ColdReader {
     }
     this.wal = new LogSegments(this.db, { readonly: options.readonly === true, segmentRecords: options.walSegmentRecords ?? WAL_SEGMENT_RECORDS });
     const last = this.wal.last();
-    this.tiered = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cold'").get() !== undefined;
-    this.idemLogged = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idem_log'").get() !== undefined;
-    if (options.readonly === true) {
-      this.listFile = shardHoldsLists(this.db) ? null : ListFile.openReadonly(file);
-      this.lists = this.listFile?.index ?? (shardHoldsLists(this.db) ? new ListIndex(this.db) : null);
-    } else {
-      this.listFile = ListFile.openWritable(file, this.db);
-      this.lists = this.listFile.index;
-    }
+    this.derived = new ShardDerived(file, this.db, this.wal, options.readonly === true);
     const floor = this.walFloor();
     this.nextLsn = Math.max(last.lsn ?? 0, floor.lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
-    // The list file commits apart from the log: after a power loss it may hold rows of records the log
-    // never made durable. They go (rare: a scan of its tables).
-    if (options.readonly !== true && this.listFile !== null && this.listFile.lastLsn >= this.nextLsn) this.listFile.cutFrom(this.nextLsn);
+    // The derived file commits apart from the log: after a power loss it may hold rows of records the log
+    // never made durable (list rows run ahead of the log's fsync). They go, from every table (rare: a scan).
+    if (options.readonly !== true && this.derived.lastLsn >= this.nextLsn) this.derived.cutFrom(this.nextLsn);
     this.nextBatch = Math.max(last.batch ?? 0, floor.batch) + 1;
     this.snapshots = new SnapshotTable(this.db);
-    const derivedTx = this.db.transaction((derived: DerivedBatch) => this.writeDerivedRows(derived));
-    this.writeDerivedTx = (derived) => this.forgettingNumbersOnFailure(() => derivedTx(derived));
-    const appendTx = this.db.transaction((records: readonly LogRecord[], derived: DerivedBatch | null) => {
-      this.wal.append(this.nextLsn, this.nextBatch, records);
-      return derived === null ? [] : this.writeDerivedRows(derived);
-    });
-    this.appendTx = (records, derived) => (derived === null ? appendTx(records, null) : this.forgettingNumbersOnFailure(() => appendTx(records, derived)));
+    this.appendTx = this.db.transaction((records: readonly LogRecord[]) => this.wal.append(this.nextLsn, this.nextBatch, records));
   }
 
-  /** Runs a write of list rows; if it throws (its transaction rolled back), the list index forgets the numbers it cached. */
-  private forgettingNumbersOnFailure<T>(write: () => T): T {
-    try {
-      return write();
-    } catch (error) {
-      this.idem.forgetNumbers();
-      this.due.forgetNumbers();
-      throw error;
-    }
+  /** False only for a read-only open of a file written before the cold and idempotency tables existed. */
+  get tiered(): boolean {
+    return this.derived.tiered;
+  }
+
+  get idem(): IdemLog {
+    return this.derived.idem;
+  }
+
+  /** Finished entities, by id. */
+  get cold(): ColdTable {
+    return this.derived.cold;
+  }
+
+  /** Waiting sandbox collections by expiry (the sweep's index). */
+  get due(): DueLog {
+    return this.derived.due;
+  }
+
+  /** List rows and wallet ledger entries (null: a read-only open of a file from before lists). */
+  get lists(): ListIndex | null {
+    return this.derived.lists;
+  }
+
+  /** The connection holding the cold, idempotency and expiry tables (the derived file's, once moved). */
+  get rowsDb(): Database.Database {
+    return this.derived.rowsDb;
+  }
+
+  /** The derived file's connection (verify checks it; null: a read-only open of a dir that has none). */
+  get derivedDb(): Database.Database | null {
+    return this.derived.db;
+  }
+
+  /** The connection holding the list index (null: none). */
+  get listsDb(): Database.Database | null {
+    return this.derived.lists === null ? null : (this.derived.db ?? this.db);
   }
 
   private stmt(sql: string): Database.Statement {
@@ -135,12 +123,20 @@ export class ShardStore implements ColdReader {
   }
 
   read(kind: EntityKind, id: string): string | undefined {
-    const waiting = this.pending.readCold(kind, id, this.asOfLsn);
-    if (waiting !== undefined) return waiting.inLog === true ? this.createdInLog(kind, id, waiting.lsn) : waiting.body;
-    if (!this.tiered) return undefined;
-    const row = this.cold.readRow(kind, id, this.asOfLsn);
-    if (row === undefined || row.body !== IN_LOG_BODY) return row?.body;
-    return this.createdInLog(kind, id, row.lsn);
+    return this.derived.read(kind, id, this.asOfLsn);
+  }
+
+  readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
+    return this.derived.readExact(kind, id, lsn);
+  }
+
+  readIdemAt(scope: string, seq: number): IdempotencyRecord | undefined {
+    return this.derived.readIdemAt(scope, seq);
+  }
+
+  /** Every stored key as flat pairs [hash, packed location, …] for the front end's index. */
+  idemLocations(): Float64Array {
+    return this.derived.idemLocations();
   }
 
   /** The entity as the log record at `lsn` created it (a cold row that points into the log). */
@@ -153,192 +149,71 @@ export class ShardStore implements ColdReader {
     return storedInLog(this.wal, scope, lsn);
   }
 
-  readExact(kind: EntityKind, id: string, lsn: number): string | undefined {
-    const waiting = this.pending.readColdExact(kind, id, lsn);
-    if (waiting !== undefined) return waiting.inLog === true ? this.createdInLog(kind, id, lsn) : waiting.body;
-    return this.tiered ? this.cold.readExact(kind, id, lsn) : undefined;
-  }
-
-  /** Writes derived rows into their tables (inside the caller's transaction); returns the freed idempotency keys. */
-  private writeDerivedRows(derived: DerivedBatch): Array<[number, number]> {
-    const pointed = pointIntoLog(this.wal, derived);
-    this.cold.write(pointed.cold);
-    this.due.apply(pointed.due);
-    this.applyLists(pointed.list ?? [], pointed.entries ?? []);
-    return this.applyIdem(pointed.idem);
-  }
-
-  /** List rows into the list file's open transaction (the legacy in-file index only for tests of old files). */
-  private applyLists(list: readonly ListChange[], entries: readonly EntryChange[]): void {
-    if (list.length === 0 && entries.length === 0) return;
-    if (this.listFile !== null) this.listFile.apply(list, entries);
-    else this.lists?.apply(list, entries);
-  }
-
-  /**
-   * Writes list rows and entries now and commits them (a restore, a rebuild of the index): one
-   * transaction of the list file, outside any of the shard file.
-   */
-  writeListsNow(list: readonly ListChange[], entries: readonly EntryChange[]): void {
-    this.applyLists(list, entries);
-    this.listFile?.commit();
-  }
-
-  /**
-   * The list file's checkpoints run on a worker thread from now on (a server's shard); `resume` is called
-   * when one ends, since list rows wait in memory while one runs (`listsCheckpointing`).
-   */
-  checkpointListsInWorker(resume: () => void): void {
-    if (this.listFile === null) return;
-    this.listFile.checkpointInWorker();
-    this.listFile.onCheckpointed = resume;
-  }
-
-  get listsCheckpointing(): boolean {
-    return this.listFile?.checkpointing === true;
-  }
-
-  /** The list file's connection (verify checks its rows; null: the lists are in the shard file, or none). */
-  get listsDb(): Database.Database | null {
-    return this.listFile?.db ?? (this.lists === null ? null : this.db);
-  }
-
-  /**
-   * Commits the list file and fsyncs it on the libuv pool: afterwards an image of any LSN whose list rows
-   * were all written (no list row at or below it waits in memory) may be taken.
-   */
-  listsDurable(done: (error: Error | null) => void): void {
-    if (this.listFile === null) {
-      done(null);
-      return;
-    }
-    const through = this.listsCoveredLsn();
-    this.listFile.durable((error) => {
-      if (error === null && through > this.listsDurableThrough) this.listsDurableThrough = through;
-      done(error);
-    });
-  }
-
-  /** The LSN up to which every list row is written: none of a record up to it waits in memory. */
-  private listsCoveredLsn(): number {
-    return Math.min(this.nextLsn - 1, this.pending.oldestListLsn - 1);
-  }
-
-  /**
-   * A page of list rows: the index's range merged with the rows still waiting in memory (a waiting row
-   * is newer than the index's row of the same id). The index is asked for `rows` plus the waiting rows
-   * of that owner and kind, so the rows a waiting one replaces never leave the page short.
-   */
-  listPage(q: ListQuery): ListRow[] {
-    const waiting = this.pending.listWaiting(q.owner, q.kind);
-    const indexed = this.lists === null ? [] : this.lists.page(Object.assign({}, q, { rows: q.rows + waiting.size })).filter((row) => !waiting.has(row.id)).map((row) => this.resolved(row));
-    const merged = [...indexed, ...this.pending.listMatching(q)];
-    merged.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) * (q.order === 'desc' ? 1 : -1));
-    return merged.slice(0, q.rows);
-  }
-
-  /** One list row by id (an event), waiting or indexed. */
-  listRow(owner: string, kind: ListKind, id: string): ListRow | undefined {
-    const waiting = this.pending.listWaiting(owner, kind).get(id);
-    if (waiting !== undefined) return waiting;
-    const row = this.lists?.row(owner, kind, id);
-    return row === undefined ? undefined : this.resolved(row);
-  }
-
-  /** An indexed row with its body: an event stored empty takes it from its log record. */
-  private resolved(row: IndexedRow): ListRow {
-    const { lsn, ...rest } = row;
-    return row.kind === 'event' && row.body === EVENT_IN_LOG_BODY ? Object.assign({}, rest, { body: this.eventInLog(row.id, lsn) }) : rest;
-  }
-
   /** Event `id` as the `outbox.added` of the log record at `lsn` holds it (a row stored empty; a backup copies it whole). */
   eventInLog(id: string, lsn: number): string {
     return eventInLog(this.wal, id, lsn);
   }
 
-  /** A page of a wallet's ledger entries: the index's range merged with the waiting ones. */
-  entriesPage(q: EntryQuery): EntryChange[] {
-    const indexed = this.lists === null ? [] : this.lists.entries(q);
-    const seen = new Set(indexed.map((e) => e.seq));
-    const merged = [...indexed, ...this.pending.entriesMatching(q).filter((e) => !seen.has(e.seq))];
-    merged.sort((a, b) => (b.seq - a.seq) * (q.order === 'desc' ? 1 : -1));
-    return merged.slice(0, q.rows);
+  /** A page of list rows, waiting ones merged with the index's (see ShardDerived.listPage). */
+  listPage(q: ListQuery): ListRow[] {
+    return this.derived.listPage(q);
   }
 
-  /** List rows and entries waiting to be written (the runtime hands them to the list file a chunk a turn). */
-  get listPending(): number {
-    return this.pending.listRows;
+  /** One list row by id (an event), waiting or indexed. */
+  listRow(owner: string, kind: ListKind, id: string): ListRow | undefined {
+    return this.derived.listRow(owner, kind, id);
+  }
+
+  /** A page of a wallet's ledger entries: the index's range merged with the waiting ones. */
+  entriesPage(q: EntryQuery): EntryChange[] {
+    return this.derived.entriesPage(q);
+  }
+
+  /** List rows and entries written now and committed (a restore, a rebuild of the index). */
+  writeListsNow(list: readonly ListChange[], entries: readonly EntryChange[]): void {
+    this.derived.writeNow({ cold: [], idem: [], due: [], list, entries });
   }
 
   /** Rows waiting to be written. */
   get derivedPending(): number {
-    return this.pending.rows;
-  }
-
-  /** Cold rows, idempotency changes and expiry rows waiting (the runtime writes them past ROWS_PENDING_MAX). */
-  get otherPending(): number {
-    return this.pending.otherRows;
+    return this.derived.pendingRows;
   }
 
   /** What the waiting rows hold, in characters (the runtime writes them when it passes its bound). */
   get derivedWeight(): number {
-    return this.pending.weight;
+    return this.derived.pendingWeight;
   }
 
   /**
-   * Writes the oldest waiting derived rows of `part` (all of them by default) in one sqlite transaction
-   * (made durable by the next syncJournal; losing it to a crash loses nothing, as recovery derives the
-   * rows again from the log). Returns the idempotency keys that expiry freed, and whether anything was written.
+   * Writes the oldest waiting derived rows (all by default) into the derived file's open transaction;
+   * cold, idempotency and expiry rows only of records up to `rowsLsnMax` (the log's durable end). Losing
+   * them to a crash loses nothing: recovery derives them again from the log. Returns the rows written.
    */
-  writeDerived(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all'): { freed: Array<[number, number]>; wrote: boolean } {
-    const waiting = part === 'all' ? this.pending.rows : part === 'lists' ? this.pending.listRows : this.pending.otherRows;
-    if (waiting === 0) return { freed: [], wrote: false };
-    if (part === 'lists') {
-      // Only the list file: its open transaction takes them, nothing of the shard file changes.
-      const taken = pointIntoLog(this.wal, this.pending.takeSome(rowsMax, part));
-      this.applyLists(taken.list ?? [], taken.entries ?? []);
-      this.listFile?.commitIfFull();
-      return { freed: [], wrote: false };
-    }
-    const freed = this.writeDerivedTx(this.pending.takeSome(rowsMax, part));
-    this.listFile?.commitIfFull();
-    return { freed, wrote: true };
+  writeDerived(rowsMax = Number.POSITIVE_INFINITY, part: DerivedPart = 'all', rowsLsnMax = Number.POSITIVE_INFINITY): number {
+    return this.derived.write(rowsMax, part, rowsLsnMax);
   }
 
-  /** Writes derived rows at once, in one transaction (recovery: what replay derived), and commits the list file. */
+  /** Writes derived rows at once and commits them (recovery: what replay derived). */
   writeDerivedNow(derived: DerivedBatch): void {
-    this.writeDerivedTx(derived);
-    this.listFile?.commit();
+    this.derived.writeNow(derived);
   }
 
   /** Hands over (and forgets) every waiting derived row: a backup writes what a read-only replay derived. */
   takeHeldDerived(): DerivedBatch {
-    return this.pending.take();
+    return this.derived.takeHeld();
   }
 
   /** Derived rows a read-only replay found: kept in memory, where reads find them (nothing is written). */
   holdDerived(derived: DerivedBatch): void {
-    this.pending.add(derived);
+    this.derived.hold(derived);
   }
 
-  applyIdem(changes: readonly IdemChange[]): Array<[number, number]> {
-    return this.idem.apply(changes);
-  }
-
-  readIdemAt(scope: string, seq: number): IdempotencyRecord | undefined {
-    const waiting = this.pending.readIdem(scope, seq);
-    if (waiting !== undefined) return waiting.inLog ? Object.assign({}, waiting.record, this.storedInLog(scope, seq)) : waiting.record;
-    if (!this.idemLogged) return undefined;
-    const record = this.idem.readAt(scope, seq);
-    if (record === undefined || record.json !== IN_LOG_JSON) return record;
-    const stored = this.storedInLog(scope, seq);
-    const { json: _inLog, ...rest } = record;
-    return Object.assign({}, rest, stored.json === undefined ? {} : { json: stored.json }, stored.error === undefined ? {} : { error: stored.error });
-  }
-
-  /** Every stored key as flat pairs [hash, packed location, …] for the front end's index. */
-  idemLocations(): Float64Array {
-    return this.idemLogged ? this.idem.locations() : new Float64Array(0);
+  /**
+   * Commits the derived file and fsyncs it off this thread; afterwards an image of any LSN none of whose
+   * rows waited in memory may be taken, and the keys it hands over (their deletion durable) may be reused.
+   */
+  derivedDurable(done: (error: Error | null, freed: Array<[number, number]>) => void): void {
+    this.derived.durable(this.nextLsn, done);
   }
 
   /** Makes every commit so far durable (see journal-sync.ts); the shard answers only after `done`. */
@@ -385,25 +260,19 @@ export class ShardStore implements ColdReader {
 
   /**
    * Appends one batch as one log row, in one sqlite transaction (durable at return, or at the next
-   * syncJournal when opened with `deferredSync`). Its derived rows wait in memory (`writeDerived`),
-   * except when the batch expires or forgets idempotency keys: then everything waiting is written with
-   * it, so the keys it frees (returned as [hash, packed location]) are gone from the file as they are
-   * freed in the front end.
+   * syncJournal when opened with `deferredSync`). Its derived rows wait in memory until `writeDerived`
+   * puts them in the derived file; those that would repeat the records just appended wait without their
+   * bodies (they point into them).
    */
-  appendBatch(records: readonly LogRecord[], extras: BatchExtras = { cold: [], idem: [], due: [] }): Array<[number, number]> {
-    const derivedRows = extras.cold.length + extras.idem.length + extras.due.length;
-    if (records.length === 0 && derivedRows === 0) return [];
-    const frees = extras.idem.some((change) => change.op.op !== 'put');
-    if (frees) this.pending.add(extras);
-    const freed = this.appendTx(records, frees ? this.pending.take() : null);
-    // Rows that would repeat the records just appended wait without their bodies (they point into them).
-    if (!frees) this.pending.add(withoutBodies(pointIntoLog(this.wal, extras)));
+  appendBatch(records: readonly LogRecord[], extras: BatchExtras = { cold: [], idem: [], due: [] }): void {
+    if (records.length > 0) this.appendTx(records);
+    const derivedRows = extras.cold.length + extras.idem.length + extras.due.length + (extras.list?.length ?? 0) + (extras.entries?.length ?? 0);
+    if (derivedRows > 0) this.derived.add(withoutBodies(pointIntoLog(this.wal, extras)));
     this.nextLsn += records.length;
     if (records.length > 0) {
       this.nextBatch += 1;
       if (this.onRow !== null) this.onRow(this.wal.lastRow!);
     }
-    return freed;
   }
 
   /** Sees each log row appendBatch commits (a replicated journal ships it); null: nobody. */
@@ -463,14 +332,8 @@ export class ShardStore implements ColdReader {
    * request would pay for one.
    */
   cutFrom(lsn: number): number {
-    this.pending.take();
     const cut = this.wal.cutFrom(lsn);
-    this.cold.cutFrom(lsn);
-    this.idem.cutFrom(lsn);
-    this.due.cutFrom(lsn);
-    if (this.listFile !== null) this.listFile.cutFrom(lsn);
-    else this.lists?.cutFrom(lsn);
-    this.listsDurableThrough = Math.min(this.listsDurableThrough, lsn - 1);
+    this.derived.cutFrom(lsn);
     this.nextLsn = Math.max(this.wal.last().lsn ?? 0, this.walFloor().lsn, Number(this.getMeta('base_lsn') ?? '0')) + 1;
     return cut;
   }
@@ -491,31 +354,21 @@ export class ShardStore implements ColdReader {
   }
 
   /** Ids of every passivated entity of a kind (verify's whole-history checks). */
-  *coldIds(kind: EntityKind): IterableIterator<string> {
-    const seen = new Set<string>();
-    for (const id of this.pending.coldIds(kind)) {
-      seen.add(id);
-      yield id;
-    }
-    if (this.tiered) for (const id of this.cold.ids(kind)) if (!seen.has(id)) yield id;
+  coldIds(kind: EntityKind): IterableIterator<string> {
+    return this.derived.coldIds(kind);
   }
 
   coldCount(): number {
-    return this.cold.count();
+    return this.derived.cold.count();
   }
 
   /**
-   * Writes a partition image. Recovery starts from it and derives no list row of a record at or below
-   * it again, so those rows must all be durable in the list file first: they are, after `listsDurable`
-   * (the shard's image rounds); otherwise the list file is committed and fsynced here, on this thread.
+   * Writes a partition image. Recovery starts from it and derives no row of a record at or below it
+   * again, so those rows must all be durable in the derived file first: they are, after `derivedDurable`
+   * (the shard's image rounds); otherwise the derived file is committed and fsynced here, on this thread.
    */
   writeSnapshot(row: SnapshotRow): void {
-    assert(this.pending.oldestListLsn > row.lsn, `an image at LSN ${row.lsn} while list rows of its records wait in memory`);
-    if (this.listFile !== null && this.listsDurableThrough < row.lsn) {
-      const through = this.listsCoveredLsn();
-      this.listFile.durableSync();
-      this.listsDurableThrough = Math.max(this.listsDurableThrough, through);
-    }
+    this.derived.beforeImage(row.lsn, this.nextLsn);
     this.snapshots.write(row);
   }
 
@@ -525,7 +378,7 @@ export class ShardStore implements ColdReader {
   }
 
   close(): void {
-    this.listFile?.close();
+    this.derived.close();
     this.db.close();
     this.journalSync.close();
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
@@ -63,7 +64,8 @@ before(async () => {
   assert.equal(waiting.status, 201);
   await server.stop();
 
-  const file = path.join(server.dataDir, 'shard-0.db');
+  // The finished, idempotency and expiry rows are in the shard's derived file, beside the log's.
+  const file = derivedFileOf(path.join(server.dataDir, 'shard-0.db'));
   sqlite3(file, `UPDATE cold SET body = replace(body, '"amountMinor":250000', '"amountMinor":990000') WHERE id = '${txnId}' AND kind = 0`);
   // Its reply is in its log record (the row points there: log v2); the row's status is altered instead.
   sqlite3(file, `UPDATE idem_log SET status = 200, json = replace(json, '120000', '999999') WHERE key = '${replayKey}'`);
@@ -132,7 +134,7 @@ test('a finished row that points into a damaged log row: the server starts (imag
   await server.stop(); // every partition imaged; the waiting payment's row points into its log record
   const file = path.join(server.dataDir, 'shard-0.db');
   const paymentId = created.body.data.id as string;
-  const row = new Database(file, { readonly: true });
+  const row = new Database(derivedFileOf(file), { readonly: true });
   const coldBody = row.prepare('SELECT body FROM cold WHERE id = ?').pluck().get(paymentId) as string;
   row.close();
   assert.equal(coldBody, '', 'the row holds no second copy of the payment');

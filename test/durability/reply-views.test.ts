@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
 import { client, idem, secretKey, startServer, tempDataDir, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 import { logRecords } from '../helpers/log.ts';
@@ -49,7 +50,8 @@ function storedEvent(dataDir: string, idemKey: string): Record<string, unknown> 
 
 function idemRowJson(dataDir: string, idemKey: string): string | undefined {
   for (const name of SHARD_FILES) {
-    const db = new Database(path.join(dataDir, name), { readonly: true });
+    // The idempotency rows are in each shard's derived file.
+    const db = new Database(derivedFileOf(path.join(dataDir, name)), { readonly: true });
     try {
       const row = db.prepare('SELECT json FROM idem_log WHERE key = ?').get(idemKey) as { json: string | null } | undefined;
       if (row !== undefined) return row.json ?? undefined;

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
 import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type TestServer } from '../helpers/server.ts';
 import { kobo } from '../helpers/cli.ts';
 import { logRecords } from '../helpers/log.ts';
@@ -25,7 +26,9 @@ function inspect(dataDir: string): Db {
   const out: Db = { cold: 0, walMin: null, snapshots: 0 };
   for (const name of ['shard-0.db', 'shard-1.db']) {
     const db = new Database(path.join(dataDir, name), { readonly: true });
-    out.cold += (db.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n;
+    const rows = new Database(derivedFileOf(path.join(dataDir, name)), { readonly: true });
+    out.cold += (rows.prepare('SELECT count(*) AS n FROM cold').get() as { n: number }).n;
+    rows.close();
     const min = logRecords(path.join(dataDir, name))[0]?.lsn ?? null;
     if (min !== null) out.walMin = Math.max(out.walMin ?? 0, min);
     out.snapshots += (db.prepare('SELECT count(*) AS n FROM snapshots').get() as { n: number }).n;
@@ -45,7 +48,7 @@ function creationEvents(dataDir: string, id: string): unknown[] {
 
 function coldHas(dataDir: string, id: string): boolean {
   return ['shard-0.db', 'shard-1.db'].some((name) => {
-    const db = new Database(path.join(dataDir, name), { readonly: true });
+    const db = new Database(derivedFileOf(path.join(dataDir, name)), { readonly: true });
     const row = db.prepare('SELECT 1 FROM cold WHERE id = ?').get(id);
     db.close();
     return row !== undefined;
@@ -258,7 +261,7 @@ test('a payment recorded as payment.opened, killed before its rows were written 
     server = await startServer({ keys, dataDir: server.dataDir, env: { KOBO_SNAPSHOT_INTERVAL_MS: '0' } });
     await server.stop(); // the stop writes what recovery derived
     const bodies = ['shard-0.db', 'shard-1.db'].flatMap((name) => {
-      const db = new Database(path.join(server.dataDir, name), { readonly: true });
+      const db = new Database(derivedFileOf(path.join(server.dataDir, name)), { readonly: true });
       const rows = db.prepare('SELECT body FROM cold WHERE id = ?').pluck().all(txnId) as Array<string | Buffer>;
       db.close();
       return rows;

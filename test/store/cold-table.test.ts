@@ -49,9 +49,9 @@ describe('cold table', () => {
     old.close();
 
     const store = new ShardStore(file);
-    const sql = store.db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cold'").pluck().get() as string;
+    const sql = store.rowsDb.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cold'").pluck().get() as string;
     assert.match(sql, /PRIMARY KEY \(id, kind, lsn\)\) WITHOUT ROWID/i);
-    assert.deepEqual(store.db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'cold%'").pluck().all(), ['cold'], 'the old table and its index are gone');
+    assert.deepEqual(store.rowsDb.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'cold%'").pluck().all(), ['cold'], 'the old table and its index are gone');
     assert.equal(store.coldCount(), 3);
     assert.equal(store.read('payment', 'P9'), '{"old":2}');
     assert.equal(store.readExact('payment', 'P9', 4), '{"old":1}');

@@ -47,14 +47,14 @@ describe('due log', () => {
 
     const store = new ShardStore(file);
     try {
-      const sql = store.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'due'").pluck().get() as string;
+      const sql = store.rowsDb.prepare("SELECT sql FROM sqlite_master WHERE name = 'due'").pluck().get() as string;
       assert.match(sql, /PRIMARY KEY \(o, expires_at_ms, partition, id\)/);
       assert.equal(store.due.count(), 300);
       const a = store.due.dueOf('test:a', 1_000_000, 1_000);
       assert.equal(a.length, 200);
       assert.deepEqual(a[0], { id: 'p1', owner: 'test:a', expiresAtMs: 1_001, partition: 1 });
-      assert.equal(store.db.prepare("SELECT count(*) FROM sqlite_master WHERE name LIKE 'due_%'").pluck().get(), 0, 'no table left behind');
-      assert.deepEqual([...damagedDueRows(store.db)], [], 'each row checksummed over its resolved owner');
+      assert.equal(store.rowsDb.prepare("SELECT count(*) FROM sqlite_master WHERE name LIKE 'due_%'").pluck().get(), 0, 'no table left behind');
+      assert.deepEqual([...damagedDueRows(store.rowsDb)], [], 'each row checksummed over its resolved owner');
     } finally {
       store.close();
     }
@@ -81,11 +81,11 @@ describe('due log', () => {
     old.close();
     const store = new ShardStore(file);
     try {
-      assert.deepEqual(store.db.prepare('SELECT owner FROM owner_numbers ORDER BY n').pluck().all(), ['live:acct_odd', 'test:acct_even']);
+      assert.deepEqual(store.rowsDb.prepare('SELECT owner FROM owner_numbers ORDER BY n').pluck().all(), ['live:acct_odd', 'test:acct_even']);
       assert.deepEqual(store.due.owners(), ['live:acct_odd', 'test:acct_even']);
-      assert.deepEqual([...damagedDueRows(store.db)], ['expiry row of p4 (LSN 5, partition 4)']);
+      assert.deepEqual([...damagedDueRows(store.rowsDb)], ['expiry row of p4 (LSN 5, partition 4)']);
       assert.deepEqual(store.due.dueOf('test:acct_even', 1_009, 10).map((r) => r.id), ['p0', 'p2', 'p6', 'p8'], 'the damaged row is never handed to the sweep');
-      store.db.prepare("UPDATE owner_numbers SET owner = 'test:acct_other' WHERE owner = 'live:acct_odd'").run();
+      store.rowsDb.prepare("UPDATE owner_numbers SET owner = 'test:acct_other' WHERE owner = 'live:acct_odd'").run();
     } finally {
       store.close();
     }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore } from '../../src/store/shard-store.ts';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
 import { DamagedRowError, damagedIdemRows, idemRowChecksum, type IdemRowFields } from '../../src/store/row-checks.ts';
 import { scopeHash } from '../../src/store/scope-hash.ts';
 import { SNAPSHOTS_SQL } from '../../src/store/snapshot-table.ts';
@@ -76,14 +77,14 @@ describe('idempotency owner numbers', () => {
     const located = locations(before);
     before.close();
     const store = new ShardStore(file);
-    const columns = (store.db.prepare("SELECT name FROM pragma_table_info('idem_log')").pluck().all() as string[]).join(',');
+    const columns = (store.rowsDb.prepare("SELECT name FROM pragma_table_info('idem_log')").pluck().all() as string[]).join(',');
     assert.equal(columns, 'seq,lsn,partition,o,h,key,fingerprint,status,json,error,at_ms,crc');
-    assert.deepEqual(store.db.prepare('SELECT owner FROM owner_numbers ORDER BY n').pluck().all(), [...OWNERS].sort());
-    assert.equal(store.db.prepare("SELECT key FROM idem_log WHERE seq = 5").pluck().get(), 'key-5:with:colons');
-    assert.equal(store.db.prepare("SELECT o || ' ' || key FROM idem_log WHERE seq = 13").pluck().get(), '0 not-a-scope', 'a scope that does not split is kept whole');
+    assert.deepEqual(store.rowsDb.prepare('SELECT owner FROM owner_numbers ORDER BY n').pluck().all(), [...OWNERS].sort());
+    assert.equal(store.rowsDb.prepare("SELECT key FROM idem_log WHERE seq = 5").pluck().get(), 'key-5:with:colons');
+    assert.equal(store.rowsDb.prepare("SELECT o || ' ' || key FROM idem_log WHERE seq = 13").pluck().get(), '0 not-a-scope', 'a scope that does not split is kept whole');
     readsBack(store);
     assert.deepEqual(locations(store), located);
-    assert.deepEqual([...damagedIdemRows(store.db)], []);
+    assert.deepEqual([...damagedIdemRows(store.rowsDb)], []);
     store.close();
     const again = new ShardStore(file);
     readsBack(again);
@@ -92,12 +93,12 @@ describe('idempotency owner numbers', () => {
 
   it('expiry after the move → each owner\'s own cutoff, by number; the rows it frees are the ones the text layout would have freed', () => {
     const store = new ShardStore(oldFile());
-    const freed = store.applyIdem([{ lsn: 20, partition: 0, op: { op: 'expire', cutoffMs: { [OWNERS[0]]: 6_500 }, defaultCutoffMs: 3_500 } }]);
-    const left = store.db.prepare('SELECT seq FROM idem_log ORDER BY seq').pluck().all();
+    const freed = store.idem.apply([{ lsn: 20, partition: 0, op: { op: 'expire', cutoffMs: { [OWNERS[0]]: 6_500 }, defaultCutoffMs: 3_500 } }]);
+    const left = store.rowsDb.prepare('SELECT seq FROM idem_log ORDER BY seq').pluck().all();
     // Owner one (even i) expires below 6,500 ms (2, 4, 6), owner two and the whole scope below 3,500 (1, 3).
     assert.deepEqual(left, [5, 7, 8, 9, 10, 11, 12, 13]);
     assert.equal(freed.length, 5);
-    const forgot = store.applyIdem([{ lsn: 21, partition: 0, op: { op: 'forget', scopes: [`${OWNERS[1]}:key-5:with:colons`, 'not-a-scope', 'test:nobody:key-1'] } }]);
+    const forgot = store.idem.apply([{ lsn: 21, partition: 0, op: { op: 'forget', scopes: [`${OWNERS[1]}:key-5:with:colons`, 'not-a-scope', 'test:nobody:key-1'] } }]);
     assert.equal(forgot.length, 2);
     store.close();
   });
@@ -105,7 +106,7 @@ describe('idempotency owner numbers', () => {
   it('an old row whose scope was altered on disk → still damaged after the move: verify names it, a read raises DamagedRowError', () => {
     const damaged = `${OWNERS[1]}:key-3`;
     const store = new ShardStore(oldFile([damaged]));
-    assert.deepEqual([...damagedIdemRows(store.db)], ['idempotency record of LSN 3 (partition 3)']);
+    assert.deepEqual([...damagedIdemRows(store.rowsDb)], ['idempotency record of LSN 3 (partition 3)']);
     assert.throws(() => store.readIdemAt(damaged, 3), DamagedRowError);
     assert.equal(store.readIdemAt(`${OWNERS[1]}:key-1`, 1)?.fingerprint, 'fp1', 'other rows are served');
     store.close();
@@ -114,15 +115,16 @@ describe('idempotency owner numbers', () => {
   it('an owner number whose owner was altered on disk → verify names it, a read raises DamagedRowError, expiry leaves that owner\'s keys alone', () => {
     const file = oldFile();
     new ShardStore(file).close();
-    const db = new Database(file);
+    // The first writable open moved the rows into the derived file.
+    const db = new Database(derivedFileOf(file));
     db.prepare("UPDATE owner_numbers SET owner = 'test:acct_three' WHERE owner = ?").run(OWNERS[0]);
     db.close();
     const store = new ShardStore(file);
-    const damage = [...damagedIdemRows(store.db)];
+    const damage = [...damagedIdemRows(store.rowsDb)];
     assert.ok(damage.includes('idempotency owner number 2'), damage.join('; '));
     assert.throws(() => store.readIdemAt(`${OWNERS[0]}:key-2`, 2), DamagedRowError);
-    store.applyIdem([{ lsn: 20, partition: 0, op: { op: 'expire', cutoffMs: {}, defaultCutoffMs: 1_000_000 } }]);
-    assert.deepEqual(store.db.prepare('SELECT seq FROM idem_log ORDER BY seq').pluck().all(), [2, 4, 6, 8, 10, 12]);
+    store.idem.apply([{ lsn: 20, partition: 0, op: { op: 'expire', cutoffMs: {}, defaultCutoffMs: 1_000_000 } }]);
+    assert.deepEqual(store.rowsDb.prepare('SELECT seq FROM idem_log ORDER BY seq').pluck().all(), [2, 4, 6, 8, 10, 12]);
     store.close();
   });
 
@@ -131,7 +133,7 @@ describe('idempotency owner numbers', () => {
     const store = new ShardStore(file, { readonly: true });
     readsBack(store);
     assert.equal(locations(store).length, oldRows().length);
-    assert.deepEqual([...damagedIdemRows(store.db)], []);
+    assert.deepEqual([...damagedIdemRows(store.rowsDb)], []);
     store.close();
     const db = new Database(file, { readonly: true });
     assert.equal(db.prepare("SELECT 1 FROM pragma_table_info('idem_log') WHERE name = 'owner'").get() !== undefined, true, 'still the old layout');
@@ -142,10 +144,10 @@ describe('idempotency owner numbers', () => {
     const file = path.join(tempDataDir('idem-owners'), 'shard-0.db');
     const store = new ShardStore(file);
     const changes = oldRows().slice(0, 12).map((r) => ({ lsn: r.lsn, partition: r.partition, op: { op: 'put' as const, record: { scope: r.scope, fingerprint: r.fingerprint, status: r.status, json: r.json ?? undefined, atMs: r.at_ms } } }));
-    store.applyIdem(changes);
+    store.idem.apply(changes);
     for (const r of oldRows().slice(0, 12)) assert.equal(store.readIdemAt(r.scope, r.lsn)?.json, r.json, r.scope);
-    assert.deepEqual(store.db.prepare('SELECT DISTINCT o FROM idem_log ORDER BY o').pluck().all(), [1, 2]);
-    const bytes = store.db.prepare("SELECT sum(length(CAST(key AS BLOB))) FROM idem_log").pluck().get() as number;
+    assert.deepEqual(store.rowsDb.prepare('SELECT DISTINCT o FROM idem_log ORDER BY o').pluck().all(), [1, 2]);
+    const bytes = store.rowsDb.prepare("SELECT sum(length(CAST(key AS BLOB))) FROM idem_log").pluck().get() as number;
     const textBytes = oldRows().slice(0, 12).reduce((n, r) => n + r.scope.length + r.owner.length, 0);
     assert.equal(textBytes - bytes, oldRows().slice(0, 12).reduce((n, r) => n + 2 * r.owner.length + 1, 0), `${textBytes} → ${bytes}`);
     store.close();

@@ -12,7 +12,7 @@ import { ShardStore, SHARD_PAGE_SIZE_BYTES } from '../../src/store/shard-store.t
 import { DamagedRowError, damagedListRows, listRowChecksum, textCustomerListRowChecksum, type ListRowFields, type TextCustomerListRow } from '../../src/store/row-checks.ts';
 import type { ListQuery } from '../../src/store/list-index.ts';
 import { SNAPSHOTS_SQL } from '../../src/store/snapshot-table.ts';
-import { listFileOf } from '../../src/store/list-file.ts';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
 import { tempDataDir } from '../helpers/server.ts';
 
 const OWNER = 'test:acct_lists';
@@ -120,7 +120,7 @@ describe('list customers', () => {
   it('a customer number whose id was altered on disk → verify names it; a page of that customer, or an event naming it, raises DamagedRowError', () => {
     const file = oldFile();
     new ShardStore(file).close();
-    const db = new Database(listFileOf(file));
+    const db = new Database(derivedFileOf(file));
     db.prepare('UPDATE list_customers SET id = ? WHERE id = ?').run('01J0000000000000000000CUS9', CUSTOMERS[0]);
     db.close();
     const store = new ShardStore(file);
@@ -140,7 +140,7 @@ describe('list customers', () => {
     assert.equal(store.listsDb, store.db, 'read from the shard file itself');
     assert.deepEqual([...damagedListRows(store.db)], []);
     store.close();
-    assert.equal(fs.existsSync(listFileOf(file)), false, 'no list file made');
+    assert.equal(fs.existsSync(derivedFileOf(file)), false, 'no list file made');
     const db = new Database(file, { readonly: true });
     assert.equal(db.prepare("SELECT 1 FROM pragma_table_info('lists') WHERE name = 'customer_id'").get() !== undefined, true, 'still the old layout');
     db.close();

@@ -7,7 +7,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { ShardStore } from '../../src/store/shard-store.ts';
-import { listFileOf, LIST_TX_ROWS_MAX } from '../../src/store/list-file.ts';
+import { derivedFileOf, DERIVED_TX_ROWS_MAX } from '../../src/store/derived-file.ts';
 import { snapshotRow } from '../../src/store/snapshot.ts';
 import type { ListChange, ListQuery } from '../../src/store/list-index.ts';
 import { tempDataDir } from '../helpers/server.ts';
@@ -26,7 +26,7 @@ function appendRecords(store: ShardStore, n: number): void {
 
 /** The rows a second, read-only connection sees in the list file (what is committed). */
 function committedRows(file: string): number {
-  const db = new Database(listFileOf(file), { readonly: true });
+  const db = new Database(derivedFileOf(file), { readonly: true });
   try {
     return db.prepare('SELECT count(*) FROM lists').pluck().get() as number;
   } finally {
@@ -54,8 +54,8 @@ describe('list file', () => {
     appendRecords(store, 3);
     store.holdDerived({ cold: [], idem: [], due: [], list: [row(1, 2)] });
     const image = snapshotRow({ partition: 0, lsn: 3, takenAtMs: 1, body: Buffer.from('{}') });
-    assert.throws(() => store.writeSnapshot(image), /list rows of its records wait in memory/);
-    store.writeDerived(Number.POSITIVE_INFINITY, 'lists');
+    assert.throws(() => store.writeSnapshot(image), /derived rows of its records wait in memory/);
+    store.writeDerived(100, 'lists');
     assert.equal(committedRows(file), 0, 'in the open transaction only');
     store.writeSnapshot(image);
     assert.equal(committedRows(file), 1, 'committed (and fsynced) before the image');
@@ -63,18 +63,18 @@ describe('list file', () => {
     store.close();
   });
 
-  it(`rows a chunk at a time → pages read them from the open transaction; the file commits at ${LIST_TX_ROWS_MAX} rows`, () => {
+  it(`rows a chunk at a time → pages read them from the open transaction; the file commits at ${DERIVED_TX_ROWS_MAX} rows`, () => {
     const file = path.join(tempDataDir('list-file'), 'shard-0.db');
     const store = new ShardStore(file);
     appendRecords(store, 1);
     const chunk = 500;
     let written = 0;
-    while (written < LIST_TX_ROWS_MAX - chunk) {
+    while (written < DERIVED_TX_ROWS_MAX - chunk) {
       store.holdDerived({ cold: [], idem: [], due: [], list: Array.from({ length: chunk }, (_, i) => row(written + i, 1)) });
       store.writeDerived(chunk, 'lists');
       written += chunk;
       assert.equal(store.listPage(page).length, written, 'the page sees every row written so far');
-      assert.equal(store.listPending, 0);
+      assert.equal(store.derived.listPending, 0);
     }
     assert.equal(committedRows(file), 0, 'nothing committed below the bound');
     store.holdDerived({ cold: [], idem: [], due: [], list: Array.from({ length: chunk }, (_, i) => row(written + i, 1)) });
@@ -92,7 +92,7 @@ describe('list file', () => {
     store.close();
     // The shard file as a build before the list file left it: the same tables and rows, in the shard file.
     const shard = new Database(file);
-    shard.prepare('ATTACH DATABASE ? AS l').run(listFileOf(file));
+    shard.prepare('ATTACH DATABASE ? AS l').run(derivedFileOf(file));
     for (const table of ['list_owners', 'list_customers', 'lists', 'ledger_entries']) shard.exec(`CREATE TABLE main.${table} AS SELECT * FROM l.${table}`);
     shard.exec('DETACH DATABASE l');
     shard.close();
@@ -109,23 +109,23 @@ describe('list file', () => {
     appendRecords(store, 1);
     let checkpoints = 0;
     let resumed: (() => void) | null = null;
-    store.checkpointListsInWorker(() => {
+    store.derived.checkpointInWorker(() => {
       checkpoints += 1;
       resumed?.();
     });
     let largest = 0;
     for (let tx = 0; tx < 40; tx += 1) {
       // As the shard's scheduler does: no rows go in while a checkpoint runs.
-      if (store.listsCheckpointing) await new Promise<void>((resolve) => (resumed = resolve));
-      const rows = Array.from({ length: LIST_TX_ROWS_MAX }, (_, i) => row(tx * LIST_TX_ROWS_MAX + i, 1));
+      if (store.derived.checkpointing) await new Promise<void>((resolve) => (resumed = resolve));
+      const rows = Array.from({ length: DERIVED_TX_ROWS_MAX }, (_, i) => row(tx * DERIVED_TX_ROWS_MAX + i, 1));
       store.holdDerived({ cold: [], idem: [], due: [], list: rows });
-      store.writeDerived(LIST_TX_ROWS_MAX, 'lists');
-      largest = Math.max(largest, fs.statSync(`${listFileOf(file)}-wal`).size);
+      store.writeDerived(DERIVED_TX_ROWS_MAX, 'lists');
+      largest = Math.max(largest, fs.statSync(`${derivedFileOf(file)}-wal`).size);
     }
     assert.ok(checkpoints >= 3, `checkpoints that ended: ${checkpoints}`);
     assert.ok(largest < 16 * 1_024 * 1_024, `the journal reached ${largest} bytes`);
     assert.equal(store.listPage(Object.assign({}, page, { rows: 10 })).length, 10);
     store.close();
-    assert.equal(committedRows(file), 40 * LIST_TX_ROWS_MAX);
+    assert.equal(committedRows(file), 40 * DERIVED_TX_ROWS_MAX);
   });
 });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardStore } from '../../src/store/shard-store.ts';
+import { derivedFileOf } from '../../src/store/derived-file.ts';
 import { DamagedRowError } from '../../src/store/row-checks.ts';
 import { scopeHash } from '../../src/store/scope-hash.ts';
 import { tempDataDir } from '../helpers/server.ts';
@@ -41,18 +42,21 @@ describe('row checks', () => {
       ["UPDATE owner_numbers SET owner = 'test:other'", (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
       ['UPDATE idem_log SET o = 9', (s: ShardStore) => s.readIdemAt(SCOPE, 1)],
     ] as const) {
+      // Both files of the shard are copied; the rows are in its derived file.
       const copy = path.join(tempDataDir('row-checks'), 'shard-0.db');
-      const db = new Database(file);
-      db.exec(`VACUUM INTO '${copy}'`);
-      db.close();
-      const altered = new Database(copy);
+      for (const [from, to] of [[file, copy], [derivedFileOf(file), derivedFileOf(copy)]] as const) {
+        const db = new Database(from);
+        db.exec(`VACUUM INTO '${to}'`);
+        db.close();
+      }
+      const altered = new Database(derivedFileOf(copy));
       altered.exec(sql);
       altered.close();
       const damaged = new ShardStore(copy);
       assert.throws(() => read(damaged), DamagedRowError, sql);
       damaged.close();
     }
-    const db = new Database(file);
+    const db = new Database(derivedFileOf(file));
     db.exec('UPDATE due SET expires_at_ms = 1');
     db.close();
     const swept = new ShardStore(file);
@@ -75,7 +79,7 @@ describe('row checks', () => {
     assert.equal(store.readIdemAt(SCOPE, 7)?.json, record.json);
     assert.deepEqual(store.due.dueOf('test:acme', 10_000, 10).map((r) => r.id), ['P1']);
     store.close();
-    const check = new Database(file, { readonly: true });
+    const check = new Database(derivedFileOf(file), { readonly: true });
     assert.equal(check.prepare('SELECT count(*) FROM idem_log WHERE crc IS NULL').pluck().get(), 0);
     assert.equal(check.prepare('SELECT count(*) FROM due WHERE crc IS NULL').pluck().get(), 0);
     check.close();

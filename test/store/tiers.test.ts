@@ -42,7 +42,7 @@ function txn(id: string): Transaction {
 
 const failed = (id: string, atMs: number): WalEvent => ({ t: 'txn.moved', id, status: 'failed', atMs, failure: { code: 'PROVIDER_ERROR', stage: 'processing', message: 'rail said no' } });
 
-describe('tiers: cold entities and idempotency records in the shard file', () => {
+describe('tiers: cold entities and idempotency records in the derived file', () => {
   it('finished transaction → leaves the heap, read back from the cold table with the same body', () => {
     const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
     const state = emptyPartition(PARTITION, tiersOf(store));
@@ -81,7 +81,7 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     store.close();
   });
 
-  it('idempotency record → in the heap only until its group commit; replays from its row; expiry forgets by owner clock', () => {
+  it('idempotency record → in the heap only until its group commit; replays from its row; expiry forgets by owner clock, its keys handed over once the derived file is fsynced', async () => {
     const store = new ShardStore(path.join(tempDataDir('tiers'), 'shard-0.db'));
     const state = emptyPartition(PARTITION, tiersOf(store));
     const commit = committer(store, state);
@@ -98,8 +98,12 @@ describe('tiers: cold entities and idempotency records in the shard file', () =>
     assert.deepEqual(state.idempotency.getAt(record.scope, at), record, 'read back from its row once written');
     assert.deepEqual(new Set(Array.from({ length: 2 }, (_, i) => store.idemLocations()[2 * i + 1])), new Set([packIdemAt(PARTITION, at), packIdemAt(PARTITION, otherAt)]));
     // acme's sandbox clock is far ahead: its record is past retention; zeta's default cutoff is not.
-    const freed = store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }], due: [] });
+    store.appendBatch([], { cold: [], idem: [{ lsn: store.lsnNext, partition: PARTITION, op: { op: 'expire', cutoffMs: { 'test:acme': 2_000 }, defaultCutoffMs: 500 } }], due: [] });
+    store.writeDerived();
+    assert.equal(store.derived.freedWaiting, 1, 'freed in the open transaction, not yet handed over');
+    const freed = await new Promise<Array<[number, number]>>((resolve, reject) => store.derivedDurable((error, pairs) => (error === null ? resolve(pairs) : reject(error))));
     assert.deepEqual(freed, [[scopeHash(record.scope), packIdemAt(PARTITION, at)]]);
+    assert.equal(store.derived.freedWaiting, 0);
     assert.equal(state.idempotency.getAt(record.scope, at), undefined);
     assert.deepEqual(state.idempotency.getAt(other.scope, otherAt), other);
     store.close();
