@@ -85,7 +85,7 @@ async function aggregate(cluster: KoboCluster, file: string, label: string): Pro
   return { ...all[0]!, requests: all.reduce((s, r) => s + r.requests, 0), requestsPerSec: all.reduce((s, r) => s + r.requestsPerSec, 0), latencyP50Ms: Math.max(...all.map((r) => r.latencyP50Ms)), latencyP99Ms: Math.max(...all.map((r) => r.latencyP99Ms)), non2xx: all.reduce((s, r) => s + r.non2xx, 0), socketErrors: all.reduce((s, r) => s + r.socketErrors, 0) };
 }
 
-const cluster = await startKoboCluster({ keys, env: { ...env, KOBO_SHARDS: String(SPREAD_SHARDS) } });
+const cluster = await startKoboCluster({ keys, env: { ...env, KOBO_CLUSTER_OWNERSHIP: 'node', KOBO_SHARDS: String(SPREAD_SHARDS) } });
 try {
   const owner = await cluster.owner();
   const follower = (owner + 1) % 3;

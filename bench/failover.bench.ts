@@ -43,7 +43,7 @@ async function customerBody(api: ReturnType<typeof client>): Promise<string> {
 async function run(mode: string, copyImageSeconds: number): Promise<Row> {
   const cluster = await startKoboCluster({
     keys,
-    env: { KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000000', KOBO_RATE_LIMIT_READ_PER_MIN: '100000000', KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS: '0', KOBO_CLUSTER_COPY_IMAGE_SECONDS: String(copyImageSeconds) },
+    env: { KOBO_CLUSTER_OWNERSHIP: 'node', KOBO_RATE_LIMIT_WRITE_PER_MIN: '100000000', KOBO_RATE_LIMIT_READ_PER_MIN: '100000000', KOBO_CLUSTER_IMAGE_INTERVAL_SECONDS: '0', KOBO_CLUSTER_COPY_IMAGE_SECONDS: String(copyImageSeconds) },
   });
   try {
     const owner = await cluster.owner();

@@ -10,6 +10,7 @@ import { ControlStore, generateSecret, keyExpired, type KeyRecord } from '../sto
 import { verifyDataDir } from './verify.ts';
 import { takeSnapshot } from './backup.ts';
 import { restoreBackup } from './restore.ts';
+import { copyShardFiles } from '../cluster/shard-copy.ts';
 import { listReconciliations, reconciliationLine } from './reconcile.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { startConnector } from './connector.ts';
@@ -272,11 +273,23 @@ clusterCmd
 clusterCmd
   .command('image-copy', { hidden: true })
   .description("a node's own images of its followed copy (run by the node supervisor while its followers pause)")
-  .action(async () => {
-    for (const r of await imageCopy(config.dataDir, { walRetainRecords: config.walRetainRecords })) {
+  .option('--shards <list>', 'only these shards (comma-separated numbers)')
+  .action(async (opts: { shards?: string }) => {
+    const only = opts.shards === undefined ? undefined : opts.shards.split(',').filter((s) => s !== '').map(Number);
+    if (only !== undefined && only.some((n) => !Number.isInteger(n) || n < 0)) throw new Error('cluster image-copy: --shards takes shard numbers, comma-separated');
+    for (const r of await imageCopy(config.dataDir, { walRetainRecords: config.walRetainRecords, ...(only === undefined ? {} : { only }) })) {
       if (r.skipped) process.stdout.write(`shard ${r.shard}: skipped (records up to LSN ${r.lastLsn}, not all met in its stream yet)\n`);
       else process.stdout.write(`shard ${r.shard}: ${r.replayed} record(s) replayed, ${r.imaged} partition(s) imaged at LSN ${r.lastLsn}, ${r.archived} record(s) archived, ${r.live} in the live log\n`);
     }
+  });
+
+clusterCmd
+  .command('image-shard', { hidden: true })
+  .description("a copy of one shard's files at one moment, for the object store (run by the node holding the shard)")
+  .requiredOption('--shard <n>', 'the shard', (v) => Number(v))
+  .requiredOption('--out <dir>', 'an empty directory for the copy')
+  .action((opts: { shard: number; out: string }) => {
+    process.stdout.write(`${JSON.stringify(copyShardFiles(config.dataDir, opts.shard, path.resolve(opts.out)))}\n`);
   });
 
 program

@@ -47,7 +47,7 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): Cluster
   const internalHost = env.KOBO_CLUSTER_INTERNAL_HOST ?? env.HOST ?? '127.0.0.1';
   const internalPort = intOf(env, 'KOBO_CLUSTER_INTERNAL_PORT', 7422, 1, 65535);
   const advertiseUrl = env.KOBO_CLUSTER_ADVERTISE_URL ?? `http://${internalHost}:${internalPort}`;
-  const ownership = env.KOBO_CLUSTER_OWNERSHIP ?? 'node';
+  const ownership = env.KOBO_CLUSTER_OWNERSHIP ?? 'shard';
   if (ownership !== 'node' && ownership !== 'shard') throw new ConfigError(`config: KOBO_CLUSTER_OWNERSHIP must be "node" or "shard", got "${ownership}"`);
   if (!/^https?:\/\/[^\s/]+$/.test(advertiseUrl)) throw new ConfigError(`config: KOBO_CLUSTER_ADVERTISE_URL must be http://host:port, got "${advertiseUrl}"`);
   return {

@@ -26,10 +26,12 @@ export interface CopyImaged {
   skipped: boolean;
 }
 
-export async function imageCopy(dataDir: string, options: { walRetainRecords: number }): Promise<CopyImaged[]> {
+/** `only`: the shards to image (per-shard ownership: the ones this node follows; its own hosts write the others). */
+export async function imageCopy(dataDir: string, options: { walRetainRecords: number; only?: readonly number[] }): Promise<CopyImaged[]> {
   const { shards } = readLayout(dataDir);
   const done: CopyImaged[] = [];
   for (let shard = 0; shard < shards; shard += 1) {
+    if (options.only !== undefined && !options.only.includes(shard)) continue;
     const store = new ShardStore(path.join(dataDir, shardFile(shard)));
     try {
       // Records past the stream position are a former owner's own until the stream delivers them again:

@@ -10,9 +10,11 @@ import { shardFile } from '../shard/layout.ts';
 import type { EncodedRow } from '../journal/log-segments.ts';
 import { consumeRetrying, rowOf, streamOf, type Consuming } from './streams.ts';
 
+/** A consumer silent this long while its stream holds more is made again (streams.ts). */
+const FOLLOW_IDLE_MS = 3_000;
 /** Rows applied in one sqlite transaction at most. */
 const APPLY_ROWS_MAX = 500;
-const POSITION_META = 'js_position';
+export const POSITION_META = 'js_position';
 
 /**
  * A copy's position in its stream: the last sequence applied, and the LSN its rows reached with it. Rows
@@ -105,11 +107,21 @@ export class ShardFollower {
   async follow(): Promise<void> {
     if (this.closed || this.consuming !== null) return;
     const open = async () => (await this.js.consumers.get(streamOf(this.shard), { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.seq + 1 })).consume({ max_messages: APPLY_ROWS_MAX });
+    const behind = async (): Promise<boolean> => {
+      // Rows received but held for the rest of a batch that never came go to the file now.
+      if (this.rows.length > 0 && !this.closed) this.flush();
+      return (await (await this.js.streams.get(streamOf(this.shard))).info()).state.last_seq > this.seq;
+    };
     this.consuming = consumeRetrying(`follower of shard ${this.shard}`, open, (m) => {
       if (this.closed || m.seq <= this.seq) return;
       this.apply(m.seq, rowOf(m.headers, m.data));
       if (m.info.pending === 0) this.flush();
-    });
+    }, { idleMs: FOLLOW_IDLE_MS, behind });
+  }
+
+  /** Its following stopped on a row it could not apply (a gap: the stream was purged past this copy). */
+  get stalled(): boolean {
+    return this.consuming?.failed() ?? false;
   }
 
   /** Stops following; what was received is written. */

@@ -12,6 +12,7 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { restoreBackup } from '../cli/restore.ts';
 import { rowOf, streamOf } from './streams.ts';
+import type { EncodedRow } from '../journal/log-segments.ts';
 
 export const IMAGE_BUCKET = 'kobo-images';
 /** Images kept in the bucket; the streams keep what the oldest of them needs. */
@@ -37,30 +38,14 @@ export class ClusterImages {
     return new ClusterImages(store, jsm, options.dataDir, options.shards);
   }
 
+  /** The bucket, for the per-shard images (shard-images.ts). */
+  get objects(): ObjectStore {
+    return this.store;
+  }
+
   /** The stream sequence of the row holding `lsn`, or null when the stream does not hold it (yet). */
   private async seqHolding(shard: number, lsn: number): Promise<number | null> {
-    const state = (await this.jsm.streams.info(streamOf(shard))).state;
-    let lo = state.first_seq;
-    let hi = state.last_seq;
-    while (lo <= hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      // Epoch markers hold no row: the first row at or after mid stands for it.
-      let at = mid;
-      let row = null;
-      for (; at <= hi && row === null; at += 1) {
-        const m = await this.jsm.streams.getMessage(streamOf(shard), { seq: at });
-        row = m === null ? null : rowOf(m.header, m.data);
-      }
-      if (row === null) {
-        hi = mid - 1;
-        continue;
-      }
-      const seq = at - 1;
-      if (row.lsnFirst + row.n - 1 < lsn) lo = seq + 1;
-      else if (row.lsnFirst > lsn) hi = mid - 1;
-      else return seq;
-    }
-    return null;
+    return (await rowHolding(this.jsm, shard, lsn))?.seq ?? null;
   }
 
   /** Owner: writes an image, keeps the newest IMAGES_KEPT, purges the streams below the oldest kept. */
@@ -126,6 +111,32 @@ export class ClusterImages {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
+}
+
+/** The stream sequence and the row holding `lsn` in a shard's stream, or null when the stream does not hold it (yet). */
+export async function rowHolding(jsm: JetStreamManager, shard: number, lsn: number): Promise<{ seq: number; row: EncodedRow } | null> {
+  const state = (await jsm.streams.info(streamOf(shard))).state;
+  let lo = state.first_seq;
+  let hi = state.last_seq;
+  while (lo <= hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    // Epoch markers hold no row: the first row at or after mid stands for it.
+    let at = mid;
+    let row = null;
+    for (; at <= hi && row === null; at += 1) {
+      const m = await jsm.streams.getMessage(streamOf(shard), { seq: at });
+      row = m === null ? null : rowOf(m.header, m.data);
+    }
+    if (row === null) {
+      hi = mid - 1;
+      continue;
+    }
+    const seq = at - 1;
+    if (row.lsnFirst + row.n - 1 < lsn) lo = seq + 1;
+    else if (row.lsnFirst > lsn) hi = mid - 1;
+    else return { seq, row };
+  }
+  return null;
 }
 
 /** Per shard, the LSN a backup file's images cover (partition p belongs to shard p % shards). */

@@ -14,6 +14,8 @@ import { ShardFollower } from './follower.ts';
 import { ControlFollower } from './control-follower.ts';
 import { ensureControlStream } from './control-log.ts';
 import { ClusterImages, koboInChild } from './images.ts';
+import { continuableFollower as restoredIfBehind, imageServedShards, ShardImages } from './shard-images.ts';
+import { ShardCopies } from './shard-copies.ts';
 import { startFronts, type Fronts, type Route } from './proxy.ts';
 import { connectJetStream, patiently, CONTROL_EPOCH_SUBJECT, CONTROL_STREAM, controlMsgIdOf, LEASE_BUCKET, msgIdOf, OWNER_KEY, streamOf, subjectOf } from './streams.ts';
 import { ensureStreams, fence } from './fencing.ts';
@@ -58,6 +60,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   const holdMs = Math.max(2 * leaseMs, HOLD_MS_MIN);
   const images = await patiently(() => ClusterImages.open(nc, jsm, { dataDir: config.dataDir, shards, replicas: cluster.replicas }));
   const perShard = cluster.ownership === 'shard';
+  const shardImages = new ShardImages(images.objects, jsm, config.dataDir);
   // Per-shard ownership: the `owner` key makes this node the front (the server every request goes to,
   // the writer of kobo-control); each shard has a lease of its own (shard-owners.ts).
   const lease = new LeaseKeeper(kv, jsm, { node: cluster.node, url: cluster.advertiseUrl, leaseMs, shards, log, ...(perShard ? { streams: [{ name: CONTROL_STREAM, slot: shards }] } : {}) });
@@ -89,14 +92,16 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   /** Pauses the shard followers, recovers and images the copy in a process of its own, follows again. */
   const imageCopy = async (): Promise<void> => {
     const current = followers;
-    const positions = current.map((f) => f.position).join(',');
-    // Per-shard ownership: this node's shard hosts write some shard files meanwhile (see docs/decisions.md).
-    if (perShard || role !== 'follower' || current.length === 0 || stopping || positions === imagedAt) return;
+    const positions = current.map((f) => `${f.shard}:${f.position}`).join(',');
+    // Per-shard ownership: only the followed shards (this node's hosts write the others), whatever the front's role.
+    if ((!perShard && role !== 'follower') || current.length === 0 || stopping || positions === imagedAt) return;
     // They let go of their files: image-copy archives segments their open stores would still list.
     for (const follower of current) await follower.pause();
     const startedAt = Date.now();
-    copyImaging = koboInChild(config.dataDir, ['cluster', 'image-copy']);
+    // A per-shard takeover began while they paused: it has one of these files now; the others follow again.
+    copyImaging = copies.busy > 0 ? null : koboInChild(config.dataDir, ['cluster', 'image-copy', ...(perShard ? ['--shards', current.map((f) => f.shard).join(',')] : [])]);
     try {
+      if (copyImaging === null) throw new Error('a shard is being taken over');
       const out = await copyImaging.done;
       imagedAt = positions;
       log(`cluster: ${cluster.node} imaged its copy in ${Date.now() - startedAt} ms (${out.trim().split('\n').join('; ')})`);
@@ -105,14 +110,17 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     } finally {
       copyImaging = null;
     }
-    // A takeover or a stop began meanwhile: it has these followers now.
-    if (role === 'follower' && !stopping && followers === current) for (const follower of current) await follower.follow();
+    // A takeover or a stop began meanwhile: it has these followers now (per shard: the ones still followed).
+    if (perShard && !stopping) for (const follower of current.filter((f) => followers.includes(f))) await follower.follow();
+    else if (role === 'follower' && !stopping && followers === current) for (const follower of current) await follower.follow();
   };
 
   const openFollowers = async (): Promise<void> => {
     const create = (): ShardFollower[] => Array.from({ length: shards }, (_, shard) => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords }));
-    followers = create();
-    for (const follower of followers) {
+    // Per-shard ownership: each shard's copy is checked (and restored) against its own images.
+    followers = perShard ? [] : create();
+    if (perShard) for (let shard = 0; shard < shards; shard += 1) followers.push(await continuableFollower(shard));
+    for (const follower of perShard ? [] : followers) {
       if (await images.continuable(follower.shard, follower.nextLsn)) continue;
       // The stream was purged past this copy (a new node, or one away for long): start from the newest image.
       for (const f of followers) f.close();
@@ -296,26 +304,30 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
     }
   };
 
+  /** Per-shard ownership: a follower of `shard` whose copy its stream can continue (restored from the shard's image if not). */
+  const continuableFollower = (shard: number): Promise<ShardFollower> =>
+    restoredIfBehind(shard, () => new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords }), images, shardImages, (m) => log(`cluster: ${cluster.node}${m}`));
+  const copies = new ShardCopies({
+    followers: () => followers,
+    setFollowers: (next) => (followers = next),
+    continuable: continuableFollower,
+    copyImaging: () => copyImaging !== null,
+    endCopyImaging,
+    stopping: () => stopping,
+    held: (shard) => owners?.heldShards().includes(shard) === true,
+    log: (m) => log(`cluster: ${cluster.node}${m}`),
+  });
+
   const owners: ShardOwners | null = !perShard ? null : new ShardOwners({
     kv, js, jsm, cluster, shards, leaseMs, holdMs, log,
-    stopFollowing: async (shard, marker) => {
-      const follower = followers.find((f) => f.shard === shard) ?? new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
-      followers = followers.filter((f) => f !== follower);
-      await follower.catchUp(marker);
-      follower.close();
-    },
-    follow: async (shard) => {
-      if (stopping || followers.some((f) => f.shard === shard)) return;
-      const follower = new ShardFollower(shard, config.dataDir, js, { walSegmentRecords: config.walSegmentRecords });
-      followers.push(follower);
-      await follower.follow();
-    },
+    stopFollowing: (shard, marker) => copies.stopFollowing(shard, marker),
+    follow: (shard) => copies.follow(shard),
     changed: () => sendRoutes(),
   });
 
   const poll = async (): Promise<void> => {
     await pollFront();
-    if (owners !== null) await owners.poll(!stopping && Date.now() - bucketFailedAtMs >= CLAIM_GRACE_MS);
+    if (owners !== null) await owners.poll(!stopping && Date.now() - bucketFailedAtMs >= CLAIM_GRACE_MS, bucketFailedAtMs);
   };
 
   const pollFront = async (): Promise<void> => {
@@ -373,8 +385,14 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.copyImageSeconds * 1_000);
   let imaging = false;
   const imageTimer = cluster.imageIntervalSeconds === 0 ? null : setInterval(() => {
-    // Per-shard ownership: no node holds every shard file current (see docs/decisions.md).
-    if (imaging || role !== 'owner' || stopping || perShard) return;
+    if (owners !== null) {
+      // Per-shard ownership: each node images the shards it serves, one at a time.
+      if (imaging || stopping) return;
+      imaging = true;
+      void imageServedShards(owners, shardImages, { node: cluster.node, stopping: () => stopping, log }).finally(() => (imaging = false));
+      return;
+    }
+    if (imaging || role !== 'owner' || stopping) return;
     imaging = true;
     void images.publish(epoch).then(
       (written) => {
@@ -385,7 +403,7 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
   }, cluster.imageIntervalSeconds * 1_000);
   const statusTimer = setInterval(() => {
     const status = { node: cluster.node, role, epoch: lease.revision === 0 ? 0 : epoch, url: cluster.advertiseUrl, positions: followers.map((f) => f.position), ...(owners === null ? {} : { followed: followers.map((f) => f.shard), held: owners.heldShards() }), control: controlFollower?.position ?? null, atMs: Date.now() };
-    if (owners !== null) void owners.readLive();
+    if (owners !== null) void owners.readLive().then(() => copies.refollowStalled()).catch((error: unknown) => log(`cluster: ${cluster.node} could not check its followers: ${(error as Error).message}`));
     // A report the bucket leaves unanswered for long is the sign of an election (see CLAIM_GRACE_MS).
     const slow = setTimeout(() => (bucketFailedAtMs = Date.now()), BUCKET_SLOW_MS);
     void kv.put(`node.${cluster.node}`, JSON.stringify(status)).catch(() => (bucketFailedAtMs = Date.now())).finally(() => clearTimeout(slow));
@@ -405,7 +423,13 @@ export async function runClusterNode(config: Readonly<Config>, cluster: ClusterC
         running.kill('SIGTERM');
         await exited;
       }
-      await owners?.stop();
+      if (owners !== null) {
+        // The others count this node gone at once (not after its report ages), so they may take its shards
+        // as soon as each is handed back.
+        clearInterval(statusTimer);
+        await kv.delete(`node.${cluster.node}`).catch(() => {});
+        await owners.stop();
+      }
       stopped = true;
       clearInterval(timer);
       clearInterval(statusTimer);

@@ -84,7 +84,13 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
     asked.delete(n);
     send(to.link, make(to.n));
   };
+  let recoveryLogged = false;
   const post = (message: ShardToMain): void => {
+    if (message.type === 'ready' && !recoveryLogged) {
+      recoveryLogged = true;
+      // How much of the log the start replayed: the tests read it (a takeover from a fresh image replays little).
+      log(`shard host ${shard} recovered: ${message.recovered.replayed} record(s) replayed up to LSN ${message.recovered.lastLsn}`);
+    }
     switch (message.type) {
       case 'replies': {
         const byLink = new Map<Link, Array<{ n: number; reply: (typeof message.items)[number]['reply'] }>>();

@@ -41,6 +41,8 @@ export function askTails(child: ChildProcess): Promise<TailsAnswer> {
 }
 /** A node status report (written every second) older than this counts the node as gone. */
 const LIVE_REPORT_AGE_MS_MAX = 3_000;
+/** After the bucket failed a node, a free key keeps its last holder's route at least this long. */
+const ROUTE_GRACE_MS = 2_000;
 /** A node starts claiming shards only once it has read the other nodes' reports for this long. */
 const SETTLE_MS = 1_500;
 
@@ -87,8 +89,17 @@ export class ShardOwners {
   private live = 1;
   /** The other nodes whose report is fresh. */
   private liveOthers: string[] = [];
+  /** Per shard, the first stream sequence some live node's follower has yet to apply (absent: none follows it). */
+  private followersNeed = new Map<number, number>();
   /** Per shard, since when this node has read it free (null: held at the last read). */
   private readonly freeSinceMs: Array<number | null>;
+  /**
+   * Per shard, the holder the front keeps linking to while its key reads free: a key that lapsed during
+   * the bucket's election comes back (its holder holds requests meanwhile), so the route is dropped only
+   * once the key has been free for a whole TTL with the bucket answering (as the node-wide owner is).
+   */
+  private readonly routeOwners: Array<OwnerValue | null>;
+  private bucketFailedAtMs = -Infinity;
   private liveReadAtMs = 0;
   private readonly startedAtMs = Date.now();
   private stopping = false;
@@ -96,6 +107,7 @@ export class ShardOwners {
   constructor(private readonly deps: ShardOwnersDeps) {
     this.owners = Array.from({ length: deps.shards }, () => null);
     this.freeSinceMs = Array.from({ length: deps.shards }, () => null);
+    this.routeOwners = Array.from({ length: deps.shards }, () => null);
   }
 
   /** The shards this node holds a lease of. */
@@ -103,11 +115,21 @@ export class ShardOwners {
     return [...this.held.keys()].sort((a, b) => a - b);
   }
 
+  /** The held shards whose host serves (linked, not being handed back), with their epochs. */
+  serving(): Array<{ shard: number; epoch: number }> {
+    return [...this.held].filter(([, h]) => h.host !== null && h.link !== null && !h.leaving && h.lease.revision > 0).map(([shard, h]) => ({ shard, epoch: h.epoch }));
+  }
+
+  /** The first sequence of `shard`'s stream a live follower still needs (Infinity: no live node follows it). */
+  followersNeedOf(shard: number): number {
+    return this.followersNeed.get(shard) ?? Infinity;
+  }
+
   /** Where each shard is served now, as the front links to it. */
   routes(): ShardRoute[] {
     return this.owners.map((owner, shard) => {
       const mine = this.held.get(shard);
-      const link = mine !== undefined ? (mine.host === null ? null : mine.link) : (owner?.link ?? null);
+      const link = mine !== undefined ? (mine.host === null ? null : mine.link) : ((owner ?? this.routeOwners[shard])?.link ?? null);
       if (link === null) return null;
       const at = link.lastIndexOf(':');
       return { host: link.slice(0, at), port: Number(link.slice(at + 1)) };
@@ -121,13 +143,18 @@ export class ShardOwners {
     if (keys === null) return;
     for await (const key of keys) names.push(key);
     const others: string[] = [];
+    const need = new Map<number, number>();
     for (const name of names) {
       const entry = await this.deps.kv.get(name).catch(() => null);
       if (entry === null || entry.operation !== 'PUT') continue;
-      const report = entry.json() as { atMs?: number; node?: string };
-      if (Date.now() - (report.atMs ?? 0) < LIVE_REPORT_AGE_MS_MAX && report.node !== undefined && report.node !== this.deps.cluster.node) others.push(report.node);
+      const report = entry.json() as { atMs?: number; node?: string; followed?: number[]; positions?: number[] };
+      if (Date.now() - (report.atMs ?? 0) < LIVE_REPORT_AGE_MS_MAX && report.node !== undefined && report.node !== this.deps.cluster.node) {
+        others.push(report.node);
+        (report.followed ?? []).forEach((shard, i) => need.set(shard, Math.min(need.get(shard) ?? Infinity, (report.positions?.[i] ?? 0) + 1)));
+      }
     }
     this.liveOthers = others;
+    this.followersNeed = need;
     this.live = others.length + 1;
     this.liveReadAtMs = Date.now();
   }
@@ -135,9 +162,10 @@ export class ShardOwners {
   /**
    * One round: renews every held lease, reads every shard's holder, claims a free shard while below the
    * fair share, hands one back while above it. `mayClaim` false: the bucket failed lately (a lapsed
-   * owner goes first) or the node is stopping.
+   * owner goes first) or the node is stopping. `bucketFailedAtMs`: when the bucket last failed this node.
    */
-  async poll(mayClaim: boolean): Promise<void> {
+  async poll(mayClaim: boolean, bucketFailedAtMs = -Infinity): Promise<void> {
+    this.bucketFailedAtMs = bucketFailedAtMs;
     for (const [shard, held] of this.held) await this.renew(shard, held);
     const before = JSON.stringify(this.routes());
     for (let shard = 0; shard < this.deps.shards; shard += 1) {
@@ -146,6 +174,9 @@ export class ShardOwners {
       this.owners[shard] = entry !== null && entry.operation === 'PUT' ? (entry.json() as OwnerValue) : null;
       if (this.owners[shard] !== null || this.held.has(shard)) this.freeSinceMs[shard] = null;
       else this.freeSinceMs[shard] ??= Date.now();
+      const freeLong = Date.now() - (this.freeSinceMs[shard] ?? Infinity) >= this.deps.leaseMs && Date.now() - this.bucketFailedAtMs >= ROUTE_GRACE_MS;
+      if (this.owners[shard] !== null) this.routeOwners[shard] = this.owners[shard] ?? null;
+      else if (this.held.has(shard) || freeLong) this.routeOwners[shard] = null;
     }
     if (JSON.stringify(this.routes()) !== before) this.deps.changed();
     const fair = fairShare(this.deps.shards, this.live);

@@ -121,10 +121,18 @@ export async function patiently<T>(call: () => Promise<T>): Promise<T> {
 /** Pause before a follower opens its consumer again after a failure (an election, a lost connection). */
 const CONSUME_RETRY_MS = 500;
 
+/** A consumer that delivered nothing for `idleMs` is made again if `behind()` (the stream holds more). */
+export interface ConsumeWatch {
+  idleMs: number;
+  behind: () => Promise<boolean>;
+}
+
 /** A follower's consuming, as `consumeRetrying` returns it. */
 export interface Consuming {
   /** Stops consuming and waits for the message loop to end (at most one pending open). */
   end: () => Promise<void>;
+  /** A message could not be applied: the consuming ended by itself. */
+  failed: () => boolean;
 }
 
 /**
@@ -133,23 +141,42 @@ export interface Consuming {
  * loss: a follower must not stop or crash over that. An error thrown by `each` (the data cannot be
  * applied) ends the consuming for good, with `label` and the reason on stderr.
  */
-export function consumeRetrying(label: string, open: () => Promise<AsyncIterable<JsMsg> & { close(): Promise<void | Error> }>, each: (m: JsMsg) => void): Consuming {
+export function consumeRetrying(label: string, open: () => Promise<AsyncIterable<JsMsg> & { close(): Promise<void | Error> }>, each: (m: JsMsg) => void, watch?: ConsumeWatch): Consuming {
   let ended = false;
+  let failed = false;
   let messages: { close(): Promise<void | Error> } | null = null;
   let wake: (() => void) | null = null;
+  // A consumer that delivers nothing while the stream holds more (seen after a nats-server's loss: no
+  // error, no message) is closed, and made again from the position reached.
+  let lastMessageAtMs = Date.now();
+  let checking = false;
+  const watchdog = watch === undefined ? null : setInterval(() => {
+    if (ended || checking || messages === null || Date.now() - lastMessageAtMs < watch.idleMs) return;
+    checking = true;
+    const stuck = messages;
+    void watch.behind().then((behind) => {
+      if (!behind || ended || messages !== stuck) return;
+      process.stderr.write(`kobo: ${label}: nothing delivered for ${Date.now() - lastMessageAtMs} ms while the stream holds more; consuming again\n`);
+      lastMessageAtMs = Date.now();
+      void stuck.close();
+    }, () => {}).finally(() => (checking = false));
+  }, watch.idleMs);
   const loop = (async () => {
     while (!ended) {
       try {
         const opened = await open();
         messages = opened;
         if (ended) break;
+        lastMessageAtMs = Date.now();
         for await (const m of opened) {
           if (ended) break;
+          lastMessageAtMs = Date.now();
           try {
             each(m);
           } catch (error) {
             process.stderr.write(`kobo: ${label} stopped: ${(error as Error).message}\n`);
             ended = true;
+            failed = true;
           }
         }
       } catch (error) {
@@ -161,8 +188,10 @@ export function consumeRetrying(label: string, open: () => Promise<AsyncIterable
     }
   })();
   return {
+    failed: () => failed,
     end: async () => {
       ended = true;
+      if (watchdog !== null) clearInterval(watchdog);
       wake?.();
       await messages?.close();
       await loop;

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { withCluster } from '../helpers/cluster.ts';
+import { NODE_WIDE_ENV, withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { verifyWebhook } from '../../src/webhooks/verify-webhook.ts';
@@ -17,7 +17,7 @@ const skip = natsServerBinary() !== null ? false : 'nats-server is not installed
 test('cluster: a key created and one revoked (and one made by `kobo keys create` on the owner; refused on a follower), a webhook subscription and a sandbox clock advance made through a follower, then kill -9 of the owner → the new owner authenticates the key and refuses the revoked one, lists the subscription and signs with its secret, reports the clock, and replays each front-idempotency POST with the same body', { skip, timeout: 180_000 }, async () => {
   const receiver = await startReceiver();
   try {
-    await withCluster({ keys }, async (cluster) => {
+    await withCluster({ keys, env: NODE_WIDE_ENV }, async (cluster) => {
       const first = await cluster.owner();
       const via = client(cluster.nodes[(first + 1) % 3]!.server.baseUrl, key);
       const direct = client(cluster.nodes[first]!.server.baseUrl, key);

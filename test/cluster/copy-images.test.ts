@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
-import { startKoboCluster } from '../helpers/cluster.ts';
+import { NODE_WIDE_ENV, startKoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
@@ -20,7 +20,7 @@ function replayedAtLastStart(output: string): number | null {
 }
 
 test('cluster: followers image their copies as they follow → after a kill -9 of the owner the new owner replays only what came after the image (not the whole log), every acknowledged customer is found, verify clean', { skip, timeout: 180_000 }, async () => {
-  const cluster = await startKoboCluster({ keys: [`${key}@cluster`], env: { KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2' } });
+  const cluster = await startKoboCluster({ keys: [`${key}@cluster`], env: { ...NODE_WIDE_ENV, KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2' } });
   try {
     const first = await cluster.owner();
     const api = client(cluster.nodes[first]!.server.baseUrl, key);

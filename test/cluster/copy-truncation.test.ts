@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { client, idem, secretKey } from '../helpers/server.ts';
-import { customersOnEveryShard, startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { customersOnEveryShard, NODE_WIDE_ENV, startKoboCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
@@ -107,7 +107,7 @@ before(async () => {
   if (skip !== false) return;
   cluster = await startKoboCluster({
     keys: [`${key}@cluster`],
-    env: { KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_WAL_RETAIN_RECORDS: String(RETAIN), KOBO_WAL_SEGMENT_RECORDS: String(SEGMENT), KOBO_SNAPSHOT_EVERY_RECORDS: '150' },
+    env: { ...NODE_WIDE_ENV, KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '2', KOBO_WAL_RETAIN_RECORDS: String(RETAIN), KOBO_WAL_SEGMENT_RECORDS: String(SEGMENT), KOBO_SNAPSHOT_EVERY_RECORDS: '150' },
   });
   first = await cluster.owner();
   const api = client(cluster.nodes[first]!.server.baseUrl, key);

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, idem, secretKey, uniqueEmail, uniquePhone } from '../helpers/server.ts';
 import { fixture, load, processGone, replayAll, type Acked } from '../helpers/cluster-load.ts';
-import { CLUSTER_SECRET, withCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { CLUSTER_SECRET, NODE_WIDE_ENV, withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 
@@ -16,7 +16,7 @@ const skip = available ? false : 'nats-server is not installed (apt-get install 
 
 /** withCluster with this file's keys. */
 function inCluster(run: (cluster: KoboCluster) => Promise<void>, options: { size?: number; env?: Record<string, string> } = {}): Promise<void> {
-  return withCluster({ keys, ...options }, run);
+  return withCluster({ keys, ...options, env: { ...NODE_WIDE_ENV, ...options.env } }, run);
 }
 
 test('cluster: kill -9 of the owning node under load → every acknowledged request replays the same on the new owner, verify clean, writes again within 15 s', { skip, timeout: 180_000 }, () =>

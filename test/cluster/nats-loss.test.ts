@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, secretKey } from '../helpers/server.ts';
 import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts';
-import { withCluster, type KoboCluster } from '../helpers/cluster.ts';
+import { NODE_WIDE_ENV, withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
 import { until } from '../helpers/wait.ts';
@@ -92,10 +92,10 @@ async function killUnderLoad(cluster: KoboCluster, victim: () => Promise<number>
 }
 
 test('cluster: kill -9 of the nats-server leading the lease bucket under load through every node → no error, no move, every acknowledged write found', { skip, timeout: 180_000 }, () =>
-  withCluster({ keys }, (cluster) => killUnderLoad(cluster, () => leaderOf(cluster, `KV_${LEASE_BUCKET}`), 'lease leader')));
+  withCluster({ keys, env: NODE_WIDE_ENV }, (cluster) => killUnderLoad(cluster, () => leaderOf(cluster, `KV_${LEASE_BUCKET}`), 'lease leader')));
 
 test('cluster: the lease bucket\'s leader killed with a TTL shorter than its election → the owner re-creates its lapsed lease, proves the streams untouched, serves on: no error, no move', { skip, timeout: 180_000 }, () =>
-  withCluster({ keys, env: { KOBO_CLUSTER_LEASE_SECONDS: '3' } }, async (cluster) => {
+  withCluster({ keys, env: { ...NODE_WIDE_ENV, KOBO_CLUSTER_LEASE_SECONDS: '3' } }, async (cluster) => {
     await killUnderLoad(cluster, () => leaderOf(cluster, `KV_${LEASE_BUCKET}`), 'lease leader, TTL 3 s');
     const owner = await cluster.owner(1_000);
     const lines = cluster.nodes[owner]!.server.output().split('\n').filter((l) => /re-created its lapsed lease|serving again under/.test(l));
@@ -104,7 +104,7 @@ test('cluster: the lease bucket\'s leader killed with a TTL shorter than its ele
   }));
 
 test('cluster: kill -9 of the nats-server leading a shard stream under load through every node → requests wait for the election: no error, no move, every acknowledged write found', { skip, timeout: 180_000 }, () =>
-  withCluster({ keys }, (cluster) =>
+  withCluster({ keys, env: NODE_WIDE_ENV }, (cluster) =>
     killUnderLoad(cluster, async () => {
       // The leader of the busiest shard stream, preferably one that does not lead the lease bucket too.
       const lease = await leaderOf(cluster, `KV_${LEASE_BUCKET}`);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { ROOT, entryArgs } from '../helpers/build.ts';
 import { tempDataDir } from '../helpers/server.ts';
+import { loadClusterConfig } from '../../src/cluster/cluster-config.ts';
 
 function start(env: Record<string, string>): { status: number | null; stderr: string } {
   const result = spawnSync(process.execPath, entryArgs('main'), { cwd: ROOT, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', KOBO_DATA_DIR: tempDataDir('kobo-cfg'), KOBO_SHARDS: '1', ...env }, encoding: 'utf8', timeout: 30_000 });
@@ -73,4 +74,12 @@ test('cluster node: SIGTERM while it still waits for its first nats-server → e
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
+});
+
+test('cluster config: KOBO_CLUSTER_OWNERSHIP unset → per-shard ownership; "node" → the node-wide lease', () => {
+  assert.equal(loadClusterConfig({ ...base })?.ownership, 'shard');
+  assert.equal(loadClusterConfig({ ...base, KOBO_CLUSTER_OWNERSHIP: 'node' })?.ownership, 'node');
+  assert.equal(loadClusterConfig({ ...base, KOBO_CLUSTER_OWNERSHIP: 'shard' })?.ownership, 'shard');
+  // No KOBO_CLUSTER_NATS: no cluster at all, whatever the other settings (the single-node default).
+  assert.equal(loadClusterConfig({ KOBO_CLUSTER_OWNERSHIP: 'shard', KOBO_CLUSTER_NODE: 'n1' }), null);
 });

@@ -3,12 +3,12 @@
 // back after its shard moved, and the lease bucket's nats leader killed (nothing moves, nothing fails).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, idem, secretKey } from '../helpers/server.ts';
+import { idem, secretKey } from '../helpers/server.ts';
 import { fixture, load, processGone, replayAll, type Acked } from '../helpers/cluster-load.ts';
-import { withCluster } from '../helpers/cluster.ts';
+import { withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
-import { answering, customerOn, spread, statusOf, SPREAD_ENV } from '../helpers/cluster-shards.ts';
+import { answering, customerOn, killNode, spread, spreadCluster, statusOf, SPREAD_ENV, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
 import { connectJetStream, LEASE_BUCKET } from '../../src/cluster/streams.ts';
 
 const key = secretKey();
@@ -17,9 +17,7 @@ const skip = natsServerBinary() !== null ? false : 'nats-server is not installed
 
 test('cluster, per-shard ownership: kill -9 of the node holding the front under load → a survivor takes the front and that node\'s shards, writes succeed again within 15 s, every acknowledged request replays the same, verify clean', { skip, timeout: 240_000 }, () =>
   withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
+    const { apis, status } = await spreadCluster(cluster, key);
     const victim = cluster.nodes.findIndex((n) => n.name === status.owner!.node);
     const survivors = [0, 1, 2].filter((i) => i !== victim);
     const f = await fixture(apis[survivors[0]!]!);
@@ -31,23 +29,9 @@ test('cluster, per-shard ownership: kill -9 of the node holding the front under 
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     const ackedBefore = acked.length;
     assert.ok(ackedBefore > 20, `load before the kill: ${ackedBefore}, errors ${errors.slice(0, 3).join('; ')}`);
-    const pids = cluster.nodes[victim]!.childPids();
-    const killedAt = Date.now();
     alive = survivors;
-    await cluster.nodes[victim]!.server.kill();
-    for (let i = 0; i < 50 && !pids.every(processGone); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.ok(pids.every(processGone), 'the killed node\'s server and shard hosts exit with it');
-    let recoveredMs = -1;
-    while (Date.now() - killedAt < 25_000) {
-      const r = await apis[survivors[0]!]!('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: f.payers[0], amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } }).catch(() => null);
-      if (r !== null && r.status === 201) {
-        recoveredMs = Date.now() - killedAt;
-        break;
-      }
-      if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
-      if (r !== null) assert.ok(r.headers.get('retry-after') !== null, 'a 503 during the move says when to retry');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const killedAt = await killNode(cluster, victim);
+    const recoveredMs = await writesAgain(apis[survivors[0]!]!, f.payers[0]!, killedAt);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     running = false;
     await loading;
@@ -60,17 +44,12 @@ test('cluster, per-shard ownership: kill -9 of the node holding the front under 
     assert.ok(after.shards.every((s) => s.owner!.node !== cluster.nodes[victim]!.name), `every shard moved off the killed node: ${JSON.stringify(after.shards)}`);
     await replayAll(apis[survivors[0]!]!, acked);
     await replayAll(apis[survivors[1]!]!, acked.slice(0, 30));
-    for (const i of survivors) {
-      const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
-      assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
-    }
+    await verifyAll(cluster, survivors);
   }));
 
 test('cluster, per-shard ownership: a frozen shard owner (SIGSTOP) loses its shard; after SIGCONT it acknowledges nothing the new owner lacks, its shard host exits, and it follows again', { skip, timeout: 240_000 }, () =>
   withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
+    const { apis, status } = await spreadCluster(cluster, key);
     const front = status.owner!.node;
     const frozenShard = status.shards.find((s) => s.owner!.node !== front)!.shard;
     const staleName = status.shards[frozenShard]!.owner!.node;
@@ -123,36 +102,47 @@ test('cluster, per-shard ownership: a frozen shard owner (SIGSTOP) loses its sha
     assert.equal(verify.status, 0, `verify on the former owner's copy:\n${verify.stdout}\n${verify.stderr}`);
   }));
 
+/**
+ * Known weakness, not fixed: with a TTL this short, a node at its fair share may claim a key that lapsed
+ * during the election (free for half a TTL) before its holder re-creates it, and the shard moves
+ * (one run of three: 435 moving-shard 503s). Run, but not counted, until the claim rule is fixed.
+ */
+const TTL_3_TODO = 'a lapsed shard key may be claimed by another node before its holder re-creates it (docs/decisions.md)';
+
+/** The lease bucket's nats leader killed under load through every node: no request fails, no shard and not the front moves. */
+async function leaseLeaderKilled(cluster: KoboCluster, label: string): Promise<void> {
+  const { apis, status: before } = await spreadCluster(cluster, key);
+  const f = await fixture(apis[1]!);
+  const acked: Acked[] = [];
+  const errors: string[] = [];
+  let running = true;
+  const loading = load(() => apis, f, () => running, acked, errors);
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-leader');
+  const leader = (await jsm.streams.info(`KV_${LEASE_BUCKET}`)).cluster?.leader;
+  await nc.close();
+  const victim = cluster.nats.nodes.findIndex((n) => n.name === leader);
+  assert.ok(victim >= 0, `the lease bucket has a leader (${String(leader)})`);
+  const ackedBefore = acked.length;
+  await cluster.nats.kill(victim);
+  await new Promise((resolve) => setTimeout(resolve, 18_000));
+  running = false;
+  await loading;
+  const slowest = Math.max(...acked.slice(ackedBefore).map((a) => a.ms));
+  process.stdout.write(`# ${label}: killed ${leader}; acknowledged ${acked.length} (${ackedBefore} before), slowest answer after the kill ${slowest} ms, errors ${errors.length}: ${errors.slice(0, 3).join('; ')}\n`);
+  assert.deepEqual(errors, [], 'no request failed');
+  assert.ok(acked.length > ackedBefore + 20, 'writes went on after the kill');
+  const live = cluster.nats.urls.filter((_, i) => i !== victim).join(',');
+  const r = kobo(cluster.nodes[0]!.server.dataDir, 'cluster', 'status', '--json', '--nats', live);
+  assert.equal(r.status, 0, r.stderr);
+  const after = JSON.parse(r.stdout) as typeof before;
+  assert.deepEqual(after.shards.map((s) => s.owner?.node), before.shards.map((s) => s.owner?.node), 'no shard moved');
+  assert.equal(after.owner?.node, before.owner?.node, 'the front did not move');
+  await replayAll(apis[2]!, acked);
+}
+
 test('cluster, per-shard ownership: kill -9 of the nats-server leading the lease bucket under load through every node → no error, no shard moves, every acknowledged write replays the same', { skip, timeout: 240_000 }, () =>
-  withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const before = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
-    const f = await fixture(apis[1]!);
-    const acked: Acked[] = [];
-    const errors: string[] = [];
-    let running = true;
-    const loading = load(() => apis, f, () => running, acked, errors);
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-leader');
-    const leader = (await jsm.streams.info(`KV_${LEASE_BUCKET}`)).cluster?.leader;
-    await nc.close();
-    const victim = cluster.nats.nodes.findIndex((n) => n.name === leader);
-    assert.ok(victim >= 0, `the lease bucket has a leader (${String(leader)})`);
-    const ackedBefore = acked.length;
-    await cluster.nats.kill(victim);
-    await new Promise((resolve) => setTimeout(resolve, 18_000));
-    running = false;
-    await loading;
-    const slowest = Math.max(...acked.slice(ackedBefore).map((a) => a.ms));
-    process.stdout.write(`# killed ${leader}; acknowledged ${acked.length} (${ackedBefore} before), slowest answer after the kill ${slowest} ms, errors ${errors.length}: ${errors.slice(0, 3).join('; ')}\n`);
-    assert.deepEqual(errors, [], 'no request failed');
-    assert.ok(acked.length > ackedBefore + 20, 'writes went on after the kill');
-    const live = cluster.nats.urls.filter((_, i) => i !== victim).join(',');
-    const r = kobo(cluster.nodes[0]!.server.dataDir, 'cluster', 'status', '--json', '--nats', live);
-    assert.equal(r.status, 0, r.stderr);
-    const after = JSON.parse(r.stdout) as typeof before;
-    assert.deepEqual(after.shards.map((s) => s.owner?.node), before.shards.map((s) => s.owner?.node), 'no shard moved');
-    assert.equal(after.owner?.node, before.owner?.node, 'the front did not move');
-    await replayAll(apis[2]!, acked);
-  }));
+  withCluster({ keys, env: SPREAD_ENV }, (cluster) => leaseLeaderKilled(cluster, 'TTL 8 s')));
+
+test('cluster, per-shard ownership: kill -9 of the nats-server leading the lease bucket with a 3 s lease TTL (the keys lapse during the election) → no error, no shard moves, every acknowledged write replays the same', { skip, timeout: 240_000, todo: TTL_3_TODO }, () =>
+  withCluster({ keys, env: { ...SPREAD_ENV, KOBO_CLUSTER_LEASE_SECONDS: '3' } }, (cluster) => leaseLeaderKilled(cluster, 'TTL 3 s')));

@@ -4,12 +4,11 @@
 // while the others keep answering. Every process is killed by PID when the test ends.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, idem, secretKey } from '../helpers/server.ts';
-import { load, processGone, replayAll, type Acked, type Fixture } from '../helpers/cluster-load.ts';
+import { idem, secretKey } from '../helpers/server.ts';
+import { load, replayAll, type Acked, type Fixture } from '../helpers/cluster-load.ts';
 import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
-import { kobo } from '../helpers/cli.ts';
-import { answering, customerOn, retried, spread, SPREAD_ENV, SHARDS } from '../helpers/cluster-shards.ts';
+import { customerOn, killNode, retried, spread, spreadCluster, SPREAD_ENV, SHARDS, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
 
 const key = secretKey();
 const keys = [`${key}@cluster`];
@@ -17,9 +16,7 @@ const skip = natsServerBinary() !== null ? false : 'nats-server is not installed
 
 test('cluster, per-shard ownership: shards spread over 3 nodes → payments, cross-node transfers and orders through every node; kill -9 of a shard owner under load → its shard serves again within 15 s on a survivor, the other shards answer throughout, every acknowledged request replays the same, verify clean', { skip, timeout: 300_000 }, () =>
   withCluster({ keys, env: SPREAD_ENV }, async (cluster) => {
-    const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
-    const status = await spread(cluster, 0, 3, 60_000);
-    await answering(apis);
+    const { apis, status } = await spreadCluster(cluster, key);
     const ownerOf = (shard: number): string => status.shards[shard]!.owner!.node;
     const front = status.owner!.node;
     process.stdout.write(`# owners: ${status.shards.map((s) => `${s.shard}→${s.owner?.node}`).join(' ')}, front ${front}\n`);
@@ -67,23 +64,10 @@ test('cluster, per-shard ownership: shards spread over 3 nodes → payments, cro
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    const pids = cluster.nodes[victim]!.childPids();
-    const killedAt = Date.now();
     alive = survivors;
-    await cluster.nodes[victim]!.server.kill();
-    for (let i = 0; i < 50 && !pids.every(processGone); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.ok(pids.every(processGone), 'the killed node\'s shard hosts exit with it');
+    const killedAt = await killNode(cluster, victim);
     // Writes to the victim's shard succeed again through a survivor within 15 s.
-    let recoveredMs = -1;
-    while (Date.now() - killedAt < 25_000) {
-      const r = await apis[survivors[0]!]!('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: payers[0], amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } }).catch(() => null);
-      if (r !== null && r.status === 201) {
-        recoveredMs = Date.now() - killedAt;
-        break;
-      }
-      if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const recoveredMs = await writesAgain(apis[survivors[0]!]!, payers[0]!, killedAt);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     running = false;
     probing = false;
@@ -108,8 +92,5 @@ test('cluster, per-shard ownership: shards spread over 3 nodes → payments, cro
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     assert.ok(balance >= transfers * 100, `the receiver holds every acknowledged transfer (${transfers}): ${balance}`);
-    for (const i of survivors) {
-      const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
-      assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
-    }
+    await verifyAll(cluster, survivors);
   }));

@@ -2,11 +2,12 @@
 // status --json` reports it, waiting for the shards to spread, requests retried through a move, and
 // customers placed on a chosen shard. Test-side only. Invariant: a retried POST keeps its Idempotency-Key.
 import assert from 'node:assert/strict';
-import { idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
+import { client, idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
 import type { Api } from './cluster-load.ts';
 import type { KoboCluster } from './cluster.ts';
 import { kobo } from './cli.ts';
 import { partitionOfId } from '../../src/ids.ts';
+import { processGone } from './cluster-load.ts';
 
 export const SHARDS = 3;
 export const SPREAD_ENV = { KOBO_CLUSTER_OWNERSHIP: 'shard', KOBO_SHARDS: String(SHARDS), KOBO_CLUSTER_COPY_IMAGE_SECONDS: '0' };
@@ -17,8 +18,8 @@ export interface Status {
   shards: Array<{ shard: number; owner: { node: string; epoch: number } | null; lastSeq: number }>;
 }
 
-export function statusOf(cluster: KoboCluster, via: number): Status {
-  const r = kobo(cluster.nodes[via]!.server.dataDir, 'cluster', 'status', '--json', '--nats', cluster.nats.urls.join(','));
+export function statusOf(cluster: KoboCluster, via: number, nats = cluster.nats.urls.join(',')): Status {
+  const r = kobo(cluster.nodes[via]!.server.dataDir, 'cluster', 'status', '--json', '--nats', nats);
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Status;
 }
@@ -61,10 +62,71 @@ export async function customerOn(api: Api, shard: number): Promise<string> {
   assert.fail(`no customer landed on shard ${shard}`);
 }
 
+/** Every node's client, once the shards have spread over all three nodes and every node answers a list across them. */
+export async function spreadCluster(cluster: KoboCluster, key: string): Promise<{ apis: Api[]; status: Status }> {
+  const apis = cluster.nodes.map((n) => client(n.server.baseUrl, key));
+  const status = await spread(cluster, 0, cluster.nodes.length, 60_000);
+  await answering(apis);
+  return { apis, status };
+}
+
 /** Waits until a list across every shard answers 200 through each node (the front is up and linked to every shard). */
 export async function answering(apis: readonly Api[]): Promise<void> {
   for (const api of apis) {
     const r = await retried(api, 'GET', '/v1/customers?limit=1');
     assert.equal(r.status, 200, JSON.stringify(r.body));
   }
+}
+
+/** Kills a node (kill -9) and waits until every process it started is gone; returns when it was killed. */
+export async function killNode(cluster: KoboCluster, index: number): Promise<number> {
+  const pids = cluster.nodes[index]!.childPids();
+  const killedAt = Date.now();
+  await cluster.nodes[index]!.server.kill();
+  for (let i = 0; i < 50 && !pids.every(processGone); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.ok(pids.every(processGone), `the killed node's processes exit with it: ${pids.join(',')}`);
+  return killedAt;
+}
+
+/**
+ * Sends a payment of `payer` through `api` until one is acknowledged (each a new key), within `windowMs`
+ * of `since`; every other answer meanwhile must be a 503 saying when to retry. Returns the ms from `since`.
+ */
+export async function writesAgain(api: Api, payer: string, since: number, windowMs = 25_000): Promise<number> {
+  while (Date.now() - since < windowMs) {
+    const r = await api('POST', '/v1/payments', { idempotencyKey: idem(), body: { customer_id: payer, amount_minor: 10_000, currency: 'NGN', method: 'bank_transfer' } }).catch(() => null);
+    if (r !== null && r.status === 201) return Date.now() - since;
+    if (r !== null) assert.equal(r.status, 503, `during the move: ${JSON.stringify(r.body)}`);
+    if (r !== null) assert.ok(r.headers.get('retry-after') !== null, 'a 503 during the move says when to retry');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  assert.fail(`no write of ${payer} acknowledged within ${windowMs} ms`);
+}
+
+/**
+ * `kobo verify` is clean on each of these nodes' data dirs, once each is current on every shard it follows
+ * (lag 0 in the status): a node's data dir holds the files of its own shards and copies of the others, and
+ * verify's balance across partitions holds only when the copies have caught up with what the holders wrote.
+ */
+export async function verifyAll(cluster: KoboCluster, indices: readonly number[], nats = cluster.nats.urls.join(',')): Promise<void> {
+  const names = indices.map((i) => cluster.nodes[i]!.name);
+  const current = (s: Status): boolean => names.every((name) => s.nodes.find((n) => n.node === name)?.lag.every((l) => l === null || l === 0) === true);
+  let last: Status | null = null;
+  for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 500))) {
+    last = statusOf(cluster, indices[0]!, nats);
+    if (current(last)) break;
+  }
+  assert.ok(last !== null && current(last), `the nodes ${names.join(', ')} catch up on every shard they follow: ${JSON.stringify(last?.nodes)}`);
+  for (const i of indices) {
+    const verify = kobo(cluster.nodes[i]!.server.dataDir, 'verify');
+    assert.equal(verify.status, 0, `verify on ${cluster.nodes[i]!.name}:\n${verify.stdout}\n${verify.stderr}`);
+  }
+}
+
+/** A shard held by a node that is not the front's, that node's index and the other nodes' (the node-wide failover is the front's loss). */
+export function shardOffTheFront(cluster: KoboCluster, status: Status): { shard: number; holder: number; others: number[] } {
+  const found = status.shards.find((s) => s.owner !== null && s.owner.node !== status.owner!.node);
+  assert.ok(found !== undefined, `a shard not held by the front's node: ${JSON.stringify(status)}`);
+  const holder = cluster.nodes.findIndex((n) => n.name === found.owner!.node);
+  return { shard: found.shard, holder, others: cluster.nodes.map((_, i) => i).filter((i) => i !== holder) };
 }

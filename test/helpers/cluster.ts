@@ -9,6 +9,8 @@ import { partitionOfId } from '../../src/ids.ts';
 import { until } from './wait.ts';
 
 export const CLUSTER_SECRET = 'test-cluster-secret-0123456789';
+/** The node-wide lease (one node owns every shard): per-shard ownership is the default, so tests of this mode say so. */
+export const NODE_WIDE_ENV = { KOBO_CLUSTER_OWNERSHIP: 'node' };
 
 export interface KoboNode {
   name: string;
