@@ -167,11 +167,6 @@ export class DerivedFile {
     return this.checkpointer?.running === true;
   }
 
-  /** Rows in the open transaction. */
-  get rowsInTransaction(): number {
-    return this.txRows;
-  }
-
   /** Keys expiry freed that are not yet fsynced here (`durable` hands them over once they are). */
   get freedWaiting(): number {
     return this.freedInTx.length + this.freedCommitted.length;
