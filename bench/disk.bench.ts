@@ -96,13 +96,13 @@ function tracedChild(stracePid: number): number {
   return Number(children[0]);
 }
 
-/** Bytes written and calls per file (the -wal, the db, the rest) and syncs, from an strace output. */
+/** Bytes written and calls per file (each -wal and db by name, the rest) and syncs, from an strace output. */
 function traceSummary(file: string, payments: number): Record<string, { calls: number; bytesPerPayment: number }> {
   const out: Record<string, { calls: number; bytes: number }> = {};
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
     const m = /^\d+\s+(?:\d+\.\d+\s+)?(pwrite64|write|writev|fdatasync|fsync)\(\d+<([^>]*)>.*=\s+(\d+)$/.exec(line);
     if (m === null) continue;
-    const target = m[2]!.endsWith('-wal') ? 'wal' : m[2]!.endsWith('.db') ? path.basename(m[2]!) : m[2]!.startsWith('socket:') || m[2]!.startsWith('pipe:') ? 'sockets' : 'other';
+    const target = m[2]!.endsWith('-wal') || m[2]!.endsWith('.db') ? path.basename(m[2]!) : m[2]!.startsWith('socket:') || m[2]!.startsWith('pipe:') ? 'sockets' : 'other';
     const key = m[1] === 'fdatasync' || m[1] === 'fsync' ? `${m[1]} ${target}` : target;
     const entry = (out[key] ??= { calls: 0, bytes: 0 });
     entry.calls += 1;
@@ -184,6 +184,9 @@ async function main(): Promise<void> {
       // Bytes a payment by b-tree (bench/wal-pages.ts), in the run window and over the whole life (with the stop).
       pagesInRun: TRACE_WRITES ? perPayment(bytesByBtree(traceFile, path.join(dataDir, 'shard-0.db'), { fromMs: startedAtMs, toMs: endedAtMs }), payments) : undefined,
       pagesWithStop: TRACE_WRITES ? perPayment(bytesByBtree(traceFile, path.join(dataDir, 'shard-0.db'), { fromMs: startedAtMs }), payments) : undefined,
+      // The same for the derived file (list, cold, idempotency and expiry rows).
+      derivedPagesInRun: TRACE_WRITES ? perPayment(bytesByBtree(traceFile, path.join(dataDir, 'shard-0-lists.db'), { fromMs: startedAtMs, toMs: endedAtMs }), payments) : undefined,
+      derivedPagesWithStop: TRACE_WRITES ? perPayment(bytesByBtree(traceFile, path.join(dataDir, 'shard-0-lists.db'), { fromMs: startedAtMs }), payments) : undefined,
       targets: { writtenBytesPerPaymentMax: TARGET_WRITTEN_BYTES_MAX, diskBytesPerPaymentMax: TARGET_DISK_BYTES_MAX },
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

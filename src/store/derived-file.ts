@@ -5,7 +5,7 @@
 // is committed and fsynced here; rows past the log's end are cut at open; keys expiry freed leave only fsynced.
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
-import { openDatabase, SHARD_PAGE_SIZE_BYTES } from './open-database.ts';
+import { openDatabase, DERIVED_PAGE_SIZE_BYTES } from './open-database.ts';
 import { JournalSync } from './journal-sync.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { LIST_SQL, ListIndex } from './list-index.ts';
@@ -109,7 +109,7 @@ export class DerivedFile {
    */
   static openWritable(shardFile: string, shardDb: Database.Database): DerivedFile {
     const file = derivedFileOf(shardFile);
-    const db = openDatabase(file, { deferredSync: true, pageSizeBytes: SHARD_PAGE_SIZE_BYTES });
+    const db = openDatabase(file, { deferredSync: true, pageSizeBytes: DERIVED_PAGE_SIZE_BYTES });
     db.pragma(`cache_size = -${DERIVED_CACHE_KIB}`);
     db.exec(DERIVED_SQL);
     for (const { mark, tables } of MOVES) {

@@ -4,14 +4,20 @@
 import Database from 'better-sqlite3';
 
 /**
- * Page size of a shard file created from now on (sqlite's default). Every commit rewrites whole pages into
- * the journal (the group commit's log page, page 1 whenever the file grows, the right edge of each b-tree a
- * derived write touches), so written bytes scale with the page: 1 KiB pages wrote ~35% fewer bytes a
- * payment in the disk bench, but the durable POST's A/B measured 3–13% more CPU a request (four times the
- * pwrite calls and b-tree pages for the same rows), so they are not the default (bench/RESULTS.md, "Disk per
- * payment"). A file keeps the page size it was created with.
+ * Page size of a shard file created from now on. Since the derived rows moved to a file of their own the
+ * shard file holds the log (one row a group commit), its images and a few meta rows, and every commit
+ * rewrites whole pages into the journal: the log's partly filled leaf each time, page 1 whenever the file
+ * grows. With 4 KiB pages that was ~460 B of journal a payment at 64 in flight; 1 KiB pages write ~230 B
+ * and cut the process's written bytes a payment from ~1.8 to ~1.45 KB, for ~2% more CPU a durable POST
+ * (twice the pwrite calls a commit; bench/RESULTS.md). A file keeps the page size it was created with.
  */
-export const SHARD_PAGE_SIZE_BYTES = 4_096;
+export const SHARD_PAGE_SIZE_BYTES = 1_024;
+/**
+ * Page size of a derived file created from now on (sqlite's default). Its rows go in as b-tree inserts
+ * across 16,000-row transactions: 1 KiB pages would mean four times the pages and page writes for the
+ * same rows (measured when these rows were in the shard file: 3–13% more CPU a request).
+ */
+export const DERIVED_PAGE_SIZE_BYTES = 4_096;
 /** Journal bytes after which a commit checkpoints: sqlite's default (1,000 pages) of 4 KiB pages, whatever the page size. */
 export const WAL_CHECKPOINT_BYTES = 4 * 1_024 * 1_024;
 

@@ -24,7 +24,7 @@ import type { EntryChange, EntryQuery, ListChange, ListIndex, ListKind, ListQuer
 export type { IdemChange } from './idem-log.ts';
 export type { ColdRow } from './cold-table.ts';
 export { snapshotChecksum, type SnapshotRow } from './snapshot-table.ts';
-export { openDatabase, SHARD_PAGE_SIZE_BYTES, WAL_CHECKPOINT_BYTES } from './open-database.ts';
+export { openDatabase, SHARD_PAGE_SIZE_BYTES, DERIVED_PAGE_SIZE_BYTES, WAL_CHECKPOINT_BYTES } from './open-database.ts';
 export { walChecksum };
 export type BatchExtras = DerivedBatch;
 /** One log record as replay reads it (`ok`: its row passed its checksum). */

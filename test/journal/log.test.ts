@@ -140,6 +140,22 @@ describe('log v2: one row per group commit, derived rows after it', () => {
     store.close();
   });
 
+  it('only the newest appended row stays decoded in memory: an older one is read back from disk (and checked)', () => {
+    const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
+    const store = new ShardStore(file);
+    const state = emptyPartition(PARTITION, tiersOf(store));
+    const commit = batchCommitter(store, state);
+    const created = ['E1', 'E2', 'E3'].map((id, i) => bareTxn(id, 40 + i));
+    const lsns = created.map((txn) => commit([[{ t: 'txn.created', txn }]])[0]!);
+    assert.equal(new Set(lsns).size, 3, 'three rows');
+    damageRowOf(file, lsns[0]!);
+    damageRowOf(file, lsns[2]!);
+    assert.deepEqual(state.transactions.get('E3'), created[2], 'the last row: its records as appended, no read');
+    assert.throws(() => state.transactions.get('E1'), DamagedRowError, 'an earlier row was not kept: read from disk, its checksum fails');
+    assert.deepEqual(state.transactions.get('E2'), created[1], 'an undamaged earlier row reads back whole');
+    store.close();
+  });
+
   it('killed before writeDerived → replay derives the same rows: entities and idempotency records are all there', () => {
     const file = path.join(tempDataDir('log-v2'), 'shard-0.db');
     const store = new ShardStore(file);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { ShardStore, SHARD_PAGE_SIZE_BYTES } from '../../src/store/shard-store.ts';
+import { ShardStore, SHARD_PAGE_SIZE_BYTES, DERIVED_PAGE_SIZE_BYTES } from '../../src/store/shard-store.ts';
 import { DamagedRowError, damagedListRows, listRowChecksum, textCustomerListRowChecksum, type ListRowFields, type TextCustomerListRow } from '../../src/store/row-checks.ts';
 import type { ListQuery } from '../../src/store/list-index.ts';
 import { SNAPSHOTS_SQL } from '../../src/store/snapshot-table.ts';
@@ -166,10 +166,14 @@ describe('list customers', () => {
     store.close();
   });
 
-  it(`a new shard file → pages of ${SHARD_PAGE_SIZE_BYTES} bytes, and a journal that checkpoints every 4 MiB`, () => {
+  it(`a new shard file → pages of ${SHARD_PAGE_SIZE_BYTES} bytes and a journal that checkpoints every 4 MiB; its derived file → pages of ${DERIVED_PAGE_SIZE_BYTES}`, () => {
     const store = new ShardStore(path.join(tempDataDir('list-customers'), 'shard-0.db'));
     assert.equal(store.db.pragma('page_size', { simple: true }), SHARD_PAGE_SIZE_BYTES);
     assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), (4 * 1024 * 1024) / SHARD_PAGE_SIZE_BYTES);
+    assert.equal(SHARD_PAGE_SIZE_BYTES, 1024, 'the log file writes whole pages a commit: small ones');
+    // The derived file beside it keeps sqlite's 4 KiB: its b-trees take rows, not one row a commit.
+    assert.equal(store.listsDb!.pragma('page_size', { simple: true }), DERIVED_PAGE_SIZE_BYTES);
+    assert.equal(DERIVED_PAGE_SIZE_BYTES, 4096);
     store.close();
   });
 });
