@@ -286,6 +286,8 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
     return updates;
   }
 
+  // The log's journal checkpoints off this loop, as the derived file's do (store/log-checkpoints.ts).
+  store.checkpointLogInWorker();
   /** Writes waiting derived rows into the derived file; the keys expiry freed go out once their deletion is durable there. */
   const derived = derivedWrites({
     store,

@@ -19,6 +19,7 @@ import { JournalSync } from './journal-sync.ts';
 import { prepareShardSchema } from './shard-schema.ts';
 import { SnapshotTable, type SnapshotRow } from './snapshot-table.ts';
 import { ShardDerived } from './shard-derived.ts';
+import { LogCheckpoints } from './log-checkpoints.ts';
 import type { EntryChange, EntryQuery, ListChange, ListIndex, ListKind, ListQuery, ListRow } from './list-index.ts';
 
 export type { IdemChange } from './idem-log.ts';
@@ -47,6 +48,7 @@ export class ShardStore implements ColdReader {
    */
   asOfLsn = Number.POSITIVE_INFINITY;
   private readonly journalSync: JournalSync;
+  private logCheckpoints: LogCheckpoints | null = null;
 
   /** `deferredSync`: commits are not fsynced by sqlite; the owner calls syncJournal before answering. */
   constructor(file: string, options: { readonly?: boolean; deferredSync?: boolean; walSegmentRecords?: number } = {}) {
@@ -216,6 +218,13 @@ export class ShardStore implements ColdReader {
     this.derived.durable(this.nextLsn, done);
   }
 
+  /** The live shard's journal checkpoints on a worker thread from now on (log-checkpoints.ts). */
+  checkpointLogInWorker(commitsBetween?: number): LogCheckpoints | null {
+    if (this.db.readonly) return null;
+    this.logCheckpoints ??= new LogCheckpoints(this.db, this.db.name, commitsBetween);
+    return this.logCheckpoints;
+  }
+
   /** Makes every commit so far durable (see journal-sync.ts); the shard answers only after `done`. */
   syncJournal(done: (error: Error | null) => void): void {
     this.journalSync.sync(done);
@@ -265,7 +274,10 @@ export class ShardStore implements ColdReader {
    * bodies (they point into them).
    */
   appendBatch(records: readonly LogRecord[], extras: BatchExtras = { cold: [], idem: [], due: [] }): void {
-    if (records.length > 0) this.appendTx(records);
+    if (records.length > 0) {
+      this.appendTx(records);
+      this.logCheckpoints?.afterCommit();
+    }
     const derivedRows = extras.cold.length + extras.idem.length + extras.due.length + (extras.list?.length ?? 0) + (extras.entries?.length ?? 0);
     if (derivedRows > 0) this.derived.add(withoutBodies(pointIntoLog(this.wal, extras)));
     this.nextLsn += records.length;
@@ -378,6 +390,7 @@ export class ShardStore implements ColdReader {
   }
 
   close(): void {
+    this.logCheckpoints?.close();
     this.derived.close();
     this.db.close();
     this.journalSync.close();

@@ -1,0 +1,53 @@
+// The live shard file's journal is checkpointed on a worker thread (store/log-checkpoints.ts): the log's
+// commits never run sqlite's own checkpoint, and the journal still restarts, so it stays bounded.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ShardStore } from '../../src/store/shard-store.ts';
+import { tempDataDir } from '../helpers/server.ts';
+import { logRecords } from '../helpers/log.ts';
+
+/** One batch of `n` records of ~600 characters each (the log does not read inside them). */
+function batch(first: number, n: number): Array<{ partition: number; body: string }> {
+  return Array.from({ length: n }, (_, i) => ({ partition: (first + i) % 4, body: JSON.stringify([{ t: 'test.filler', n: first + i, pad: 'x'.repeat(600) }]) }));
+}
+
+describe('log checkpoints on a worker thread', () => {
+  it('many commits → the journal restarts (bounded), sqlite never checkpoints on the writer, every record reads back', async (t) => {
+    const file = path.join(tempDataDir('log-checkpoints'), 'shard-0.db');
+    const store = new ShardStore(file, { deferredSync: true });
+    const checkpoints = store.checkpointLogInWorker(20)!;
+    assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, "sqlite's automatic checkpoint is off");
+    let lsn = 0;
+    let walMax = 0;
+    for (let commit = 0; commit < 400; commit += 1) {
+      store.appendBatch(batch(lsn, 8));
+      lsn += 8;
+      walMax = Math.max(walMax, fs.statSync(`${file}-wal`).size);
+      // Let the worker's answers in, as the shard's loop does between batches.
+      if (commit % 5 === 4) await sleep(1);
+    }
+    for (let i = 0; i < 200 && checkpoints.completed < 3; i += 1) await sleep(5);
+    assert.ok(checkpoints.completed >= 3, `checkpoints copied the whole journal ${checkpoints.completed} times`);
+    // 400 commits of ~8 KiB of records each is ~3 MiB of log and more journal frames: a journal that never
+    // restarted would hold all of them; restarted every ~20 commits it stays a few hundred KiB.
+    const logBytes = 400 * 8 * 600;
+    assert.ok(walMax < logBytes / 2, `the journal peaked at ${walMax} B for ${logBytes} B of records`);
+    t.diagnostic(`journal peak ${walMax} B, ${checkpoints.completed} complete checkpoints, ${checkpoints.finishedHere} finished by the writer`);
+    store.close();
+    const records = logRecords(file);
+    assert.equal(records.length, lsn);
+    assert.ok(records.every((r) => r.ok), 'every row passes its checksum');
+    assert.deepEqual(records.map((r) => JSON.parse(r.body)[0].n), Array.from({ length: lsn }, (_, i) => i));
+  });
+
+  it('a read-only open → no checkpointer', () => {
+    const file = path.join(tempDataDir('log-checkpoints'), 'shard-0.db');
+    new ShardStore(file).close();
+    const reader = new ShardStore(file, { readonly: true });
+    assert.equal(reader.checkpointLogInWorker(), null);
+    reader.close();
+  });
+});
