@@ -20,7 +20,8 @@ interface Noted {
 }
 
 export class Passivation {
-  private readonly noted = new Map<EntityTable<unknown>, Noted>();
+  // Replaced, not cleared, once taken (see EntityTable.forgetTouched).
+  private noted = new Map<EntityTable<unknown>, Noted>();
   private readonly idem: IdemChange[] = [];
   private readonly due: DueChange[] = [];
   private readonly list: ListChange[] = [];
@@ -28,7 +29,7 @@ export class Passivation {
   /** The LSN of the last entries taken and how many it gave (one record can be noted in several calls). */
   private entryLsn = -1;
   private entryRank = 0;
-  private readonly states = new Set<PartitionState>();
+  private states = new Set<PartitionState>();
 
   /**
    * Records what the command whose WAL record gets `lsn` touched. Call once per command with events.
@@ -56,8 +57,7 @@ export class Passivation {
           else noted.inRecord.delete(id);
         }
       }
-      table.touched.clear();
-      table.created.clear();
+      table.forgetTouched();
     }
     for (const op of state.idempotency.drain()) {
       const inLog = repliesInRecord && op.op === 'put' && op.record.json !== undefined;
@@ -103,13 +103,13 @@ export class Passivation {
         table.evict(id);
       }
     }
-    this.noted.clear();
+    if (this.noted.size > 0) this.noted = new Map();
     return { cold, idem: this.idem.splice(0), due: this.due.splice(0), list: this.list.splice(0), entries: this.entries.splice(0) };
   }
 
   /** After the commit: the idempotency records are in the shard file; the heap lets them go. */
   settle(): void {
     for (const state of this.states) state.idempotency.settle();
-    this.states.clear();
+    if (this.states.size > 0) this.states = new Set();
   }
 }

@@ -281,7 +281,7 @@ export function runShard(data: ShardWorkerData, port: ShardPort): void {
         const wallet = walletOf(state, id);
         if (wallet !== undefined) updates.push({ id, owner: wallet.owner, customerId: wallet.customerId, json: `{"data":${walletJson(wallet)}}` });
       }
-      state.walletsChanged.clear();
+      state.walletsChanged = new Set();
     }
     return updates;
   }
