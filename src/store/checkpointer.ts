@@ -8,6 +8,13 @@ import { createRequire } from 'node:module';
 /** The worker: opens the file once, answers each request with one PASSIVE checkpoint's counts. */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+// Below the writer's priority: on a machine with one core for the server, a checkpoint's copying took
+// that core from the loop in bursts. Linux names a thread by its id under /proc/thread-self; elsewhere the
+// checkpoint runs at the process's priority.
+try {
+  const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+  if (Number.isInteger(tid) && tid > 0) require('node:os').setPriority(tid, workerData.nice);
+} catch {}
 const Database = require(workerData.sqlite);
 const db = new Database(workerData.file, { fileMustExist: true });
 parentPort.on('message', () => {
@@ -19,6 +26,9 @@ parentPort.on('message', () => {
   }
 });
 `;
+
+/** The checkpoint thread's nice value (the process's is 0 unless its operator set one; higher is lower). */
+export const CHECKPOINT_NICE = 10;
 
 export interface CheckpointResult {
   /** Frames in the journal, and how many of them are now in the database file. */
@@ -32,7 +42,7 @@ export class Checkpointer {
 
   constructor(file: string) {
     const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { sqlite, file } });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { sqlite, file, nice: CHECKPOINT_NICE } });
     this.worker.unref();
     this.worker.on('message', (m: { ok: true; log: number; checkpointed: number } | { ok: false; message: string }) => {
       const done = this.done;

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardStore } from '../../src/store/shard-store.ts';
+import { CHECKPOINT_NICE } from '../../src/store/checkpointer.ts';
 import { tempDataDir } from '../helpers/server.ts';
 import { logRecords } from '../helpers/log.ts';
 
@@ -41,6 +42,25 @@ describe('log checkpoints on a worker thread', () => {
     assert.equal(records.length, lsn);
     assert.ok(records.every((r) => r.ok), 'every row passes its checksum');
     assert.deepEqual(records.map((r) => JSON.parse(r.body)[0].n), Array.from({ length: lsn }, (_, i) => i));
+  });
+
+  it('the checkpoint thread runs below the writer: nice 10 on Linux, the writer still at the process\'s', { skip: process.platform !== 'linux' }, async () => {
+    const niceOf = (tid: string): number => {
+      // Field 19 of stat is the nice value; the fields after the command's closing parenthesis start at 3.
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    };
+    const niceOfThreads = (): number[] => fs.readdirSync('/proc/self/task').map(niceOf);
+    const before = niceOfThreads().filter((nice) => nice === CHECKPOINT_NICE).length;
+    const file = path.join(tempDataDir('log-checkpoints'), 'shard-0.db');
+    const store = new ShardStore(file, { deferredSync: true });
+    const checkpoints = store.checkpointLogInWorker(1)!;
+    store.appendBatch(batch(0, 1));
+    for (let i = 0; i < 200 && checkpoints.completed < 1; i += 1) await sleep(5);
+    assert.equal(checkpoints.completed, 1, 'the worker checkpointed once');
+    assert.equal(niceOfThreads().filter((nice) => nice === CHECKPOINT_NICE).length, before + 1, 'one more thread at nice 10');
+    assert.equal(niceOf(String(process.pid)), 0, 'the main thread keeps nice 0');
+    store.close();
   });
 
   it('a read-only open → no checkpointer', () => {
