@@ -85,7 +85,6 @@ export class EntityTable<T> {
     return this.hot.size;
   }
 
-  /** The entity if it is hot and finished: what passivation writes out. */
   /**
    * The shard has looked at what changed: both sets start again. New sets rather than clear(): V8 leaves
    * a cleared Map or Set's old table, with every entry, in the old generation, and the next scavenge
@@ -96,6 +95,7 @@ export class EntityTable<T> {
     if (this.created.size > 0) this.created = new Set();
   }
 
+  /** The entity if it is hot and finished: what passivation writes out. */
   finishedHot(id: string): T | undefined {
     const entity = this.hot.get(id);
     return entity !== undefined && this.isFinished(entity) ? entity : undefined;

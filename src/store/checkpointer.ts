@@ -51,20 +51,32 @@ export class Checkpointer {
       if (m.ok) done(null, { log: m.log, checkpointed: m.checkpointed });
       else done(new Error(`checkpoint failed: ${m.message}`), null);
     });
-    this.worker.on('error', (error) => {
+    // A worker that failed or exited answers nothing more: the owner checkpoints on its own thread instead
+    // (a request posted to it would wait for ever, and the journal grow with it).
+    const ended = (error: Error): void => {
+      this.dead = true;
       const done = this.done;
       this.done = null;
       done?.(error, null);
-    });
+    };
+    this.worker.on('error', ended);
+    this.worker.on('exit', (code) => ended(new Error(`checkpoint worker exited (code ${code})`)));
   }
+
+  private dead = false;
 
   get running(): boolean {
     return this.done !== null;
   }
 
-  /** Runs one checkpoint and calls back; false (nothing started) while one runs. */
+  /** False once the worker failed or exited: nothing more will be checkpointed here. */
+  get usable(): boolean {
+    return !this.dead;
+  }
+
+  /** Runs one checkpoint and calls back; false (nothing started) while one runs or the worker is gone. */
   run(done: (error: Error | null, result: CheckpointResult | null) => void): boolean {
-    if (this.done !== null) return false;
+    if (this.done !== null || this.dead) return false;
     this.done = done;
     this.worker.postMessage(null);
     return true;

@@ -232,14 +232,15 @@ export class DerivedFile {
   /** After a commit: a checkpoint on the worker once the journal passes DERIVED_CHECKPOINT_BYTES. */
   private checkpointIfLong(): void {
     if (this.checkpointer === null || this.checkpointer.running) return;
+    const usable = this.checkpointer.usable;
     let bytes = 0;
     try {
       bytes = fs.statSync(this.walFile).size;
     } catch {
       return;
     }
-    if (bytes > DERIVED_JOURNAL_BYTES_MAX) {
-      // The worker has not kept the journal short: this thread checkpoints, as sqlite would by itself.
+    if (bytes > DERIVED_JOURNAL_BYTES_MAX || (!usable && bytes >= DERIVED_CHECKPOINT_BYTES)) {
+      // The worker has not kept the journal short, or is gone: this thread checkpoints, as sqlite would by itself.
       this.db.pragma('wal_checkpoint(PASSIVE)');
       return;
     }

@@ -43,14 +43,19 @@ export class LogCheckpoints {
     if (this.commits < this.commitsBetween || this.checkpointer.running) return;
     this.commits = 0;
     this.tries = 0;
-    this.run();
+    if (this.checkpointer.usable) this.run();
+    else this.checkpointHere();
   }
 
   private run(): void {
     this.checkpointer.run((error, result) => {
       if (this.closed) return;
-      // A failed checkpoint loses nothing (the journal stays whole); the next round asks again.
-      if (error !== null || result === null) return;
+      // A failed checkpoint loses nothing (the journal stays whole): the writer copies it now, as sqlite's
+      // own checkpoint would have, so a worker that keeps failing never lets the journal grow unbounded.
+      if (error !== null || result === null) {
+        this.checkpointHere();
+        return;
+      }
       if (result.checkpointed >= result.log) {
         this.completed += 1;
         return;
@@ -61,10 +66,14 @@ export class LogCheckpoints {
         return;
       }
       // Commits kept landing while the worker copied: copy the short tail on this thread, between commits.
-      const [row] = this.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
-      if (row !== undefined && row.checkpointed >= row.log) this.completed += 1;
-      this.finishedHere += 1;
+      this.checkpointHere();
     });
+  }
+
+  private checkpointHere(): void {
+    const [row] = this.db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
+    if (row !== undefined && row.checkpointed >= row.log) this.completed += 1;
+    this.finishedHere += 1;
   }
 
   close(): void {

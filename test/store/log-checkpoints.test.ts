@@ -7,6 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardStore } from '../../src/store/shard-store.ts';
 import { CHECKPOINT_NICE } from '../../src/store/checkpointer.ts';
+import { LogCheckpoints } from '../../src/store/log-checkpoints.ts';
 import { tempDataDir } from '../helpers/server.ts';
 import { logRecords } from '../helpers/log.ts';
 
@@ -61,6 +62,29 @@ describe('log checkpoints on a worker thread', () => {
     assert.equal(niceOfThreads().filter((nice) => nice === CHECKPOINT_NICE).length, before + 1, 'one more thread at nice 10');
     assert.equal(niceOf(String(process.pid)), 0, 'the main thread keeps nice 0');
     store.close();
+  });
+
+  it('a worker that cannot checkpoint (its file is gone) → the writer checkpoints itself, and the journal still restarts', async () => {
+    const file = path.join(tempDataDir('log-checkpoints'), 'shard-0.db');
+    const store = new ShardStore(file, { deferredSync: true });
+    // The worker opens the file it is given when it starts: one that does not exist makes it fail at once.
+    const checkpoints = new LogCheckpoints(store.db, `${file}.missing`, 20);
+    // Given time to fail before the first round, so the rounds take the branch for a worker that is gone.
+    for (let i = 0; i < 100; i += 1) await sleep(2);
+    let lsn = 0;
+    let walMax = 0;
+    for (let commit = 0; commit < 200; commit += 1) {
+      store.appendBatch(batch(lsn, 8));
+      checkpoints.afterCommit();
+      lsn += 8;
+      walMax = Math.max(walMax, fs.statSync(`${file}-wal`).size);
+    }
+    assert.ok(checkpoints.finishedHere >= 9, `the writer checkpointed ${checkpoints.finishedHere} times`);
+    assert.ok(checkpoints.completed >= 9, 'each of them copied the whole journal');
+    assert.ok(walMax < (200 * 8 * 600) / 2, `the journal peaked at ${walMax} B`);
+    checkpoints.close();
+    store.close();
+    assert.equal(logRecords(file).length, lsn);
   });
 
   it('a read-only open → no checkpointer', () => {
