@@ -8,8 +8,8 @@ import { fixture, load, processGone, replayAll, type Acked } from '../helpers/cl
 import { withCluster, type KoboCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { kobo } from '../helpers/cli.ts';
-import { answering, customerOn, killNode, spread, spreadCluster, statusOf, SPREAD_ENV, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
-import { connectJetStream, LEASE_BUCKET } from '../../src/cluster/streams.ts';
+import { answering, customerOn, killNode, loadAndLeaderOf, spread, spreadCluster, statusOf, SPREAD_ENV, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
+import { LEASE_BUCKET } from '../../src/cluster/streams.ts';
 
 const key = secretKey();
 const keys = [`${key}@cluster`];
@@ -113,21 +113,12 @@ const TTL_3_TODO = 'a lapsed shard key may be claimed by another node before its
 async function leaseLeaderKilled(cluster: KoboCluster, label: string): Promise<void> {
   const { apis, status: before } = await spreadCluster(cluster, key);
   const f = await fixture(apis[1]!);
-  const acked: Acked[] = [];
-  const errors: string[] = [];
-  let running = true;
-  const loading = load(() => apis, f, () => running, acked, errors);
-  await new Promise((resolve) => setTimeout(resolve, 2_000));
-  const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-leader');
-  const leader = (await jsm.streams.info(`KV_${LEASE_BUCKET}`)).cluster?.leader;
-  await nc.close();
-  const victim = cluster.nats.nodes.findIndex((n) => n.name === leader);
+  const { acked, errors, leader, victim, stop } = await loadAndLeaderOf(cluster, apis, f, `KV_${LEASE_BUCKET}`, 'kobo-test-leader');
   assert.ok(victim >= 0, `the lease bucket has a leader (${String(leader)})`);
   const ackedBefore = acked.length;
   await cluster.nats.kill(victim);
   await new Promise((resolve) => setTimeout(resolve, 18_000));
-  running = false;
-  await loading;
+  await stop();
   const slowest = Math.max(...acked.slice(ackedBefore).map((a) => a.ms));
   process.stdout.write(`# ${label}: killed ${leader}; acknowledged ${acked.length} (${ackedBefore} before), slowest answer after the kill ${slowest} ms, errors ${errors.length}: ${errors.slice(0, 3).join('; ')}\n`);
   assert.deepEqual(errors, [], 'no request failed');

@@ -9,7 +9,7 @@ import { withCluster } from '../helpers/cluster.ts';
 import { natsServerBinary } from '../helpers/nats.ts';
 import { fixture, load, replayAll, type Acked } from '../helpers/cluster-load.ts';
 import { until } from '../helpers/wait.ts';
-import { answering, customerOn, killNode, retried, shardOf, shardOffTheFront, spread, spreadCluster, SPREAD_ENV, statusOf, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
+import { answering, customerOn, killNode, loadAndLeaderOf, retried, shardOf, shardOffTheFront, spread, spreadCluster, SPREAD_ENV, statusOf, verifyAll, writesAgain } from '../helpers/cluster-shards.ts';
 import { SHARD_MOVING_MESSAGE } from '../../src/errors.ts';
 import { connectJetStream, streamOf } from '../../src/cluster/streams.ts';
 
@@ -68,23 +68,14 @@ test('cluster, per-shard ownership: kill -9 of the nats-server leading the busie
     const f = await fixture(apis[1]!);
     // The sender's shard takes every transfer and order of the load: the busiest stream.
     const busy = shardOf(f.sender.id);
-    const acked: Acked[] = [];
-    const errors: string[] = [];
-    let running = true;
-    const loading = load(() => apis, f, () => running, acked, errors);
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const { nc, jsm } = await connectJetStream(cluster.nats.urls, 'kobo-test-stream-leader');
-    const leader = (await jsm.streams.info(streamOf(busy))).cluster?.leader;
-    await nc.close();
-    const victim = cluster.nats.nodes.findIndex((n) => n.name === leader);
+    const { acked, errors, leader, victim, stop } = await loadAndLeaderOf(cluster, apis, f, streamOf(busy), 'kobo-test-stream-leader');
     assert.ok(victim >= 0, `the stream of shard ${busy} has a leader (${String(leader)})`);
     const ackedBefore = acked.length;
     const killedAt = Date.now();
     await cluster.nats.kill(victim);
     const resumedMs = await writesAgain(apis[0]!, f.sender.id, killedAt, 30_000).catch(() => -1);
     await new Promise((resolve) => setTimeout(resolve, 12_000));
-    running = false;
-    await loading;
+    await stop();
     const afterKill = acked.slice(ackedBefore);
     const slowest = Math.max(...afterKill.map((a) => a.ms));
     const transfersAfter = afterKill.filter((a) => a.path === '/v1/transfers').length;

@@ -3,7 +3,8 @@
 // customers placed on a chosen shard. Test-side only. Invariant: a retried POST keeps its Idempotency-Key.
 import assert from 'node:assert/strict';
 import { client, idem, uniqueEmail, uniquePhone, type ApiResponse } from './server.ts';
-import type { Api } from './cluster-load.ts';
+import { load, type Acked, type Api, type Fixture } from './cluster-load.ts';
+import { connectJetStream } from '../../src/cluster/streams.ts';
 import type { KoboCluster } from './cluster.ts';
 import { kobo } from './cli.ts';
 import { partitionOfId } from '../../src/ids.ts';
@@ -129,4 +130,31 @@ export function shardOffTheFront(cluster: KoboCluster, status: Status): { shard:
   assert.ok(found !== undefined, `a shard not held by the front's node: ${JSON.stringify(status)}`);
   const holder = cluster.nodes.findIndex((n) => n.name === found.owner!.node);
   return { shard: found.shard, holder, others: cluster.nodes.map((_, i) => i).filter((i) => i !== holder) };
+}
+
+/**
+ * The kill tests' start: the load of cluster-load.ts through every node, running for 2 s, and the
+ * nats-server leading `stream` (its index in `cluster.nats.nodes`, -1 if none leads). `stop` ends the load
+ * and resolves once every writer has.
+ */
+export async function loadAndLeaderOf(cluster: KoboCluster, apis: readonly Api[], f: Fixture, stream: string, clientName: string): Promise<{ acked: Acked[]; errors: string[]; leader: string | undefined; victim: number; stop: () => Promise<void> }> {
+  const acked: Acked[] = [];
+  const errors: string[] = [];
+  let running = true;
+  const loading = load(() => [...apis], f, () => running, acked, errors);
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const { nc, jsm } = await connectJetStream(cluster.nats.urls, clientName);
+  const leader = (await jsm.streams.info(stream)).cluster?.leader;
+  await nc.close();
+  const victim = cluster.nats.nodes.findIndex((n) => n.name === leader);
+  return {
+    acked,
+    errors,
+    leader,
+    victim,
+    stop: async () => {
+      running = false;
+      await loading;
+    },
+  };
 }
