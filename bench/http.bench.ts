@@ -2,7 +2,8 @@
 // wrk alone on core 1 over 127.0.0.1. Scenarios: GET read path and durable POST /v1/payments (wallet).
 // Run: npx tsx bench/http.bench.ts [--duration 10] [--warmup 3] [--snapshots on|off] [--profile DIR]
 // [--scenarios get,catalogue,bank,post,transfer,order] (bank also runs the durable floors of bench/floor-uws.ts) (--profile: kobo runs under --cpu-prof, main thread and shard; slower, for
-// diagnosis only). Needs wrk and taskset.
+// diagnosis only) [--perf DIR] (Linux perf samples every thread of kobo, kernel included, during each measured
+// run and splits its CPU by layer: kernel, sqlite, GC, JavaScript; diagnosis only). Needs wrk and taskset.
 // Every server it starts is stopped by PID in a finally; every wrk run is bounded by -d.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { coreUse, kernelThreadCpuSeconds, machineBusySeconds, pinSelf, processCpuSeconds, processWriteBytes, serverEntryArgs, startPinned, threadCpuSeconds, waitForQuiet, type CoreUse, type Pinned } from './lib/proc.ts';
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { postScript, runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
+import { layerLine, perfAvailable, recordPerf, summarisePerf, type PerfSummary } from './lib/perf-record.ts';
 
 const SERVER_CORE = 0;
 const CLIENT_CORE = 1;
@@ -34,6 +36,9 @@ const DURATION_S = Number(flag('duration', '10'));
 const WARMUP_S = Number(flag('warmup', '3'));
 const SNAPSHOTS = flag('snapshots', 'on');
 const PROFILE_DIR = flag('profile', '');
+/** `--perf DIR`: a perf.data file per kobo run in DIR, and its CPU by layer (see lib/perf-record.ts). */
+const PERF_DIR = flag('perf', '');
+if (PERF_DIR !== '' && !perfAvailable()) throw new Error('--perf needs Linux perf (Debian: apt-get install linux-perf)');
 /** `--kobo-only yes`: kobo's runs alone (no bare uWS, no floors), for quick A/B rounds; no ratios. */
 const KOBO_ONLY = flag('kobo-only', 'no') === 'yes';
 const SCENARIOS = new Set(flag('scenarios', 'get,catalogue,bank,post,transfer,order').split(','));
@@ -56,6 +61,8 @@ interface Run {
   attempt: number;
   /** kobo: the server's write_bytes during the run divided by its 2xx answers (issue #22 counts it for durable POSTs). */
   writtenBytesPerOk?: number;
+  /** kobo with --perf: where the process's CPU went during the run. */
+  perf?: PerfSummary;
 }
 
 // ---- wrk scripts ---------------------------------------------------------------------------------
@@ -100,7 +107,11 @@ async function measure(
     const writtenBefore = target === 'kobo' ? processWriteBytes(what.serverPid) : 0;
     const selfBefore = process.cpuUsage();
     const startedMs = Date.now();
+    const perfFile = path.resolve(PERF_DIR, `${scenario.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}-${attempt}.perf.data`);
+    // Sampled for the run's length less a second, so perf has stopped before the next phase starts.
+    const perf = PERF_DIR !== '' && target === 'kobo' ? recordPerf(what.serverPid, Math.max(1, DURATION_S - 1), perfFile) : null;
     const result = await runWrk({ ...options, scriptArgs: options.scriptArgs?.map((a) => `${a}-${attempt}`) });
+    await perf?.done();
     const wallS = (Date.now() - startedMs) / 1000;
     const cores = counting();
     const serverCpuS = processCpuSeconds(what.serverPid) - serverBefore;
@@ -122,6 +133,11 @@ async function measure(
       const threads = [...threadCpuSeconds(what.serverPid)].map(([name, s]) => [name, (s - (threadsBefore.get(name) ?? 0)) / wallS] as const).filter(([, c]) => c >= 0.01);
       const written = run.writtenBytesPerOk === undefined || run.writtenBytesPerOk < 1 ? '' : `; ${fmt(run.writtenBytesPerOk, 0)} B written a 2xx`;
       process.stdout.write(`       threads: ${threads.sort((a, b) => b[1] - a[1]).map(([name, c]) => `${name} ${c.toFixed(2)}`).join(', ')}; ${fmt((run.serverCores * 1e6) / result.requestsPerSec, 0)} µs CPU a request${written}\n`);
+      if (perf !== null) {
+        run.perf = summarisePerf(perfFile);
+        process.stdout.write(`       perf (${run.perf.samples} samples, ${perfFile}): ${layerLine(run.perf)}\n`);
+        for (const [share, layer, symbol] of run.perf.top.slice(0, 12)) process.stdout.write(`         ${(share * 100).toFixed(1).padStart(5)}%  ${layer.padEnd(10)} ${symbol.slice(0, 110)}\n`);
+      }
     }
     const bad = result.non2xx + result.socketErrors;
     if (result.requests === 0 || bad > result.requests * NON_2XX_RATIO_MAX) {
@@ -327,6 +343,8 @@ async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
       command: process.execPath,
       args: [
         ...(PROFILE_DIR === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(PROFILE_DIR)]),
+        // JIT frames named in /tmp/perf-PID.map for perf (the file grows with each compiled function).
+        ...(PERF_DIR === '' ? [] : ['--perf-basic-prof']),
         ...serverEntryArgs(ROOT),
       ],
       env: { ...process.env, ...env },
@@ -461,12 +479,12 @@ async function main(): Promise<void> {
       }
     }
     process.stdout.write(`\n${table(rows)}\n`);
-    const file = writeResult(`http${SNAPSHOTS === 'off' ? '-no-snapshots' : ''}${PROFILE_DIR === '' ? '' : '-profiled'}`, {
+    const file = writeResult(`http${SNAPSHOTS === 'off' ? '-no-snapshots' : ''}${PROFILE_DIR === '' && PERF_DIR === '' ? '' : '-profiled'}`, {
       durationS: DURATION_S,
       warmupS: WARMUP_S,
       connections: CONNECTIONS,
       snapshots: SNAPSHOTS,
-      profiled: PROFILE_DIR !== '',
+      profiled: PROFILE_DIR !== '' || PERF_DIR !== '',
       koboEnv: { ...kobo.env, KOBO_DATA_DIR: '<temp dir>', KOBO_API_KEYS: '<sk_test_ key>' },
       postCheck: { acknowledged: kobo.okPayments, debited: kobo.debitedPayments },
       runs: runs.map((r) => ({
@@ -479,6 +497,7 @@ async function main(): Promise<void> {
         kernelCores: r.kernelCores,
         foreignCores: r.foreignCores,
         cores: r.cores,
+        ...(r.perf === undefined ? {} : { perf: { samples: r.perf.samples, layers: r.perf.layers, top: r.perf.top } }),
         ...r.result,
         raw: undefined,
       })),
