@@ -10,15 +10,17 @@ import type { HttpResponse } from './uws.ts';
  * `bufferedBytesMax` would have to wait, the connection is closed and this returns false.
  */
 export function writeBodyBounded(res: HttpResponse, body: string, bufferedBytesMax: number): boolean {
-  const totalBytes = Buffer.byteLength(body);
+  // Encoded once, into Node's buffer pool: uWS copies bytes as they are, where a string would be measured
+  // here (Buffer.byteLength) and then measured and encoded again into a buffer of its own (a malloc).
+  const bytes = Buffer.from(body);
+  const totalBytes = bytes.length;
   const startOffset = res.getWriteOffset();
-  const [ok, done] = res.tryEnd(body, totalBytes);
+  const [ok, done] = res.tryEnd(bytes, totalBytes);
   if (ok || done) return true;
   if (totalBytes - (res.getWriteOffset() - startOffset) > bufferedBytesMax) {
     res.close();
     return false;
   }
-  const bytes = Buffer.from(body);
   let gone = false;
   res.onAborted(() => {
     gone = true;
