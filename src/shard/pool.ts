@@ -17,6 +17,7 @@ import { faultHint, InlineShard, type ShardHandle } from './shard-handles.ts';
 import type { ShardMetricsMessage } from '../metrics/shard-metrics.ts';
 import type { OwnerCluster } from '../cluster/owner-child.ts';
 import { RemoteShard, type ShardRoute } from '../cluster/shard-link.ts';
+import { WaiterSlab } from './waiter-slab.ts';
 
 /** A forward a moving remote shard refused (503) is sent again this often, at most this many times. */
 const REMOTE_FORWARD_RETRY_MS = 500;
@@ -75,7 +76,8 @@ const WORKER_URL = new URL('./worker-entry.mjs', import.meta.url);
 
 export class ShardPool {
   private readonly workers: ShardHandle[] = [];
-  private readonly pending = new Map<number, Pending>();
+  /** Commands sent and not yet answered, by the number each carries to its shard and back. */
+  private readonly pending = new WaiterSlab<Pending>();
   private readonly inFlight: number[];
   private readonly snapshotWaiters = new Map<number, (r: { partitions: number; lsn: number }) => void>();
   private readonly pingWaiters = new Map<number, () => void>();
@@ -181,9 +183,9 @@ export class ShardPool {
 
   /** A link failed: what it was sent has no answer here (whether it committed is unknown: the client retries). */
   private failShard(shard: number, message: string): void {
-    for (const [n, waiter] of this.pending) {
+    for (const [n, waiter] of this.pending.entries()) {
       if (waiter.shard !== shard) continue;
-      this.pending.delete(n);
+      this.pending.take(n);
       this.inFlight[shard]! -= 1;
       waiter.resolve({ status: 503, error: { code: 'UNAVAILABLE', message } });
     }
@@ -199,9 +201,8 @@ export class ShardPool {
       // A client that hears of its write must find it in the next GET of the wallet: views first.
       if (message.wallets.length > 0) this.options.onWallets?.(message.wallets);
       for (const item of message.items) {
-        const waiter = this.pending.get(item.n);
+        const waiter = this.pending.take(item.n);
         if (waiter === undefined) continue;
-        this.pending.delete(item.n);
         this.inFlight[waiter.shard]! -= 1;
         waiter.resolve(item.reply);
       }
@@ -263,10 +264,9 @@ export class ShardPool {
     if (this.inFlight[shard]! >= this.options.shardQueueMax) {
       return Promise.resolve({ status: 503, error: { code: 'UNAVAILABLE', message: 'The shard is at capacity; retry shortly.' } });
     }
-    const n = this.nextN++;
     this.inFlight[shard]! += 1;
     return new Promise((resolve) => {
-      this.pending.set(n, { resolve, shard });
+      const n = this.pending.add({ resolve, shard });
       this.outgoing[shard]!.push({ n, cmd });
       if (!this.outgoingScheduled) {
         this.outgoingScheduled = true;
@@ -353,9 +353,8 @@ export class ShardPool {
 
   /** A command that never reached its shard changed nothing: its caller gets 500, the process lives. */
   private failSend(n: number): void {
-    const waiter = this.pending.get(n);
+    const waiter = this.pending.take(n);
     if (waiter === undefined) return;
-    this.pending.delete(n);
     this.inFlight[waiter.shard]! -= 1;
     waiter.resolve({ status: 500, error: { code: 'INTERNAL', message: 'The command could not be handed to its shard.' } });
   }
