@@ -7,7 +7,7 @@ import { ownerOfScope, type ColdReader, type EntityKind, type IdempotencyRecord,
 export type { ColdReader, EntityKind, IdemOp, IdemReader } from '../store/tiers.ts';
 
 export class EntityTable<T> {
-  private readonly hot = new Map<string, T>();
+  private hot = new Map<string, T>();
   /** Ids changed by applyEvent since the shard last looked: the candidates to leave the heap. */
   touched = new Set<string>();
   /**
@@ -67,9 +67,15 @@ export class EntityTable<T> {
     this.created.add(id);
   }
 
-  /** Drops an entity from the heap (after its cold row is written, or when it is no longer wanted). */
+  /**
+   * Drops an entity from the heap (after its cold row is written, or when it is no longer wanted). A table
+   * left empty starts a new map: entities created and passivated in every batch make the map rehash often,
+   * and each rehash of a map in the old generation leaves its old table there with the entities it held,
+   * which the scavenger then keeps alive until a full collection (docs/decisions.md, eighth session).
+   */
   evict(id: string): void {
     this.hot.delete(id);
+    if (this.hot.size === 0) this.hot = new Map();
   }
 
   /** Hot entities only: in-flight work, unexpired quotes, and everything when there is no cold store. */

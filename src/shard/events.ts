@@ -343,6 +343,8 @@ function applyOne(state: PartitionState, event: WalEvent): void {
     }
     case 'outbox.handed':
       for (const id of event.ids) state.outbox.delete(id);
+      // Emptied: a new map rather than the old one rehashing in the old generation (EntityTable.evict).
+      if (state.outbox.size === 0) state.outbox = new Map();
       return;
     case 'idem.stored':
       // No "exists" guard: on replay the shard file already holds the record this event wrote.

@@ -69,6 +69,8 @@ class Fifo<T> {
     }
     const end = Math.min(this.items.length, this.head + Math.max(0, countMax));
     const taken = this.items.slice(this.head, end);
+    // The taken front lets go of its items now, not at the next compaction (see PendingDerived's maps).
+    (this.items as Array<T | undefined>).fill(undefined, this.head, end);
     this.head = end;
     // Compact once the taken front outweighs what waits, so the array never grows without bound.
     if (this.head >= this.items.length - this.head) {
@@ -107,14 +109,17 @@ export class PendingDerived {
   private readonly due = new Fifo<DueChange>();
   private readonly list = new Fifo<ListChange>();
   private readonly entries = new Fifo<EntryChange>();
+  // The lookups below are replaced by new maps whenever they empty, never cleared: rows wait a turn or two,
+  // and a long-lived map that is cleared or rehashed leaves its old table, rows included, in the old
+  // generation, where the scavenger keeps them alive until a full collection (docs/decisions.md).
   /** owner → kind → id → the newest waiting row (it overrides the index's row of that id). */
-  private readonly listByOwner = new Map<string, Map<ListKind, Map<string, ListChange>>>();
+  private listByOwner = new Map<string, Map<ListKind, Map<string, ListChange>>>();
   /** wallet id → its waiting entries, in seq order. */
-  private readonly entriesByWallet = new Map<string, EntryChange[]>();
+  private entriesByWallet = new Map<string, EntryChange[]>();
   /** kind → id → its waiting versions, oldest first (one row alone until a second one waits). */
-  private readonly coldByKind = new Map<EntityKind, Map<string, ColdRow | ColdRow[]>>();
+  private coldByKind = new Map<EntityKind, Map<string, ColdRow | ColdRow[]>>();
   /** Waiting idempotency records by seq (the LSN of the record that stored them). */
-  private readonly idemBySeq = new Map<number, IdemChange>();
+  private idemBySeq = new Map<number, IdemChange>();
   private weightNow = 0;
 
   add(batch: DerivedBatch): void {
@@ -300,7 +305,16 @@ export class PendingDerived {
       if (change.op.op === 'put' && this.idemBySeq.get(change.lsn) === change) this.idemBySeq.delete(change.lsn);
     }
     this.weightNow = Math.max(0, this.weightNow - weight);
+    this.renewEmptied();
     return { cold, idem, due, list, entries };
+  }
+
+  /** New maps for the lookups that emptied (see the fields). */
+  private renewEmptied(): void {
+    if (this.listByOwner.size === 0) this.listByOwner = new Map();
+    if (this.entriesByWallet.size === 0) this.entriesByWallet = new Map();
+    if (this.coldByKind.size === 0) this.coldByKind = new Map();
+    if (this.idemBySeq.size === 0) this.idemBySeq = new Map();
   }
 
   private forgetListed(list: readonly ListChange[], entries: readonly EntryChange[]): void {
@@ -326,10 +340,11 @@ export class PendingDerived {
   /** Everything waiting, in order; the memory lets go of it (the caller writes it at once). */
   take(): DerivedBatch {
     const taken = { cold: this.cold.shift(Infinity), idem: this.idem.shift(Infinity), due: this.due.shift(Infinity), list: this.list.shift(Infinity), entries: this.entries.shift(Infinity) };
-    this.listByOwner.clear();
-    this.entriesByWallet.clear();
-    this.coldByKind.clear();
-    this.idemBySeq.clear();
+    // New maps, not clear() (see the fields).
+    this.listByOwner = new Map();
+    this.entriesByWallet = new Map();
+    this.coldByKind = new Map();
+    this.idemBySeq = new Map();
     this.weightNow = 0;
     return taken;
   }
