@@ -7,6 +7,7 @@ import { scopeHash } from '../store/scope-hash.ts';
 import { packIdemAt, unpackIdemAt } from '../store/tiers.ts';
 import { HashIndex } from './hash-index.ts';
 import assert from 'node:assert/strict';
+import { ChurnMap } from './churn-map.ts';
 
 export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 
@@ -63,8 +64,8 @@ export class IdempotencyIndex {
    * in the rare case of a collision. A typed-array table: it holds every key of the retention period.
    */
   private readonly storedAt = new HashIndex();
-  /** Keys with a request in flight, and who waits for each (null: nobody yet). */
-  private readonly inFlight = new Map<string, Array<() => void> | null>();
+  /** Keys with a request in flight, and who waits for each (null: nobody yet); one insert and delete a request. */
+  private readonly inFlight = new ChurnMap<string, Array<() => void> | null>();
 
   restore(hash: number, packedAt: number): void {
     this.storedAt.add(hash, packedAt);
