@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { HashIndex } from '../../src/http/hash-index.ts';
 import { SplitMap } from '../../src/http/split-map.ts';
+import { scopeHash } from '../../src/store/scope-hash.ts';
 
 type Op = { kind: 'add' | 'remove'; hash: number; value: number };
 
@@ -16,7 +17,8 @@ describe('HashIndex', () => {
   it('random adds and removes (few distinct hashes, so probe runs collide and wrap) → same answers as a model', () => {
     const op = fc.record({
       kind: fc.constantFrom<'add' | 'remove'>('add', 'add', 'remove'),
-      // Hashes that share slots in a 1,024-slot table (multiples of 1,024 apart) and large 48-bit ones.
+      // Hashes that share a part (multiples of 1,024 apart: the same low bits) and wrap around its 64 first
+      // slots (they are 4 apart there), and large 48-bit ones.
       hash: fc.oneof(fc.integer({ min: 0, max: 40 }).map((n) => n * 1024 + 1020), fc.integer({ min: 0, max: 2 ** 48 - 1 }), fc.constant(0)),
       value: fc.integer({ min: -5, max: 5 }).map((n) => n * 1024 + 7),
     });
@@ -43,6 +45,18 @@ describe('HashIndex', () => {
       }),
       { numRuns: 60, seed: 8 },
     );
+  });
+
+  it('scope hashes spread over the parts, so a growth moves a small share of the keys (the loop stall it costs)', () => {
+    const index = new HashIndex();
+    const keys = 200_000;
+    const hashes = Array.from({ length: keys }, (_, i) => scopeHash(`test:acct_1:key-${i}`));
+    for (const [i, hash] of hashes.entries()) index.add(hash, i);
+    assert.equal(index.size, keys);
+    const sizes = index.partSizes();
+    assert.equal(sizes.reduce((a, b) => a + b, 0), keys);
+    assert.ok(Math.max(...sizes) < (1.5 * keys) / sizes.length, `the largest part holds ${Math.max(...sizes)} of ${keys} keys`);
+    for (const i of [0, 1, 99_999, keys - 1]) assert.ok(index.get(hashes[i]!).includes(i));
   });
 
   it('past 2^24 keys (where a Map throws RangeError) → still answers every key', () => {
