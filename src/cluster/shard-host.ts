@@ -9,6 +9,7 @@ import { runShard, type ShardInbound, type ShardWorkerData } from '../shard/shar
 import type { ShardToMain, WalletUpdate } from '../shard/protocol.ts';
 import { OWNER_ENV, type LeaseMessage, type TailsAnswer, type TailsQuestion } from './owner-child.ts';
 import { acceptedHello, HELLO_BYTES_MAX, readFrames, writeFrame } from './shard-link.ts';
+import { WaiterSlab } from '../shard/waiter-slab.ts';
 
 /** Forwards and outbox events kept while no front is linked (handed to the next one); past it the oldest go. */
 const UNLINKED_KEPT_MAX = 100_000;
@@ -69,9 +70,12 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
   let front: Link | null = null;
   let frontEpoch = 0;
   const links = new Set<Link>();
-  /** This process's number of a command, list, ping or snapshot → the link and the number it came with. */
-  const asked = new Map<number, { link: Link; n: number }>();
-  let nextN = 1;
+  /**
+   * This process's number of a command, list, ping or snapshot → the link and the number it came with. A
+   * slab, not a Map: one insert and one delete a command made a Map rehash in the old generation and keep
+   * every command's entry alive there (src/shard/waiter-slab.ts).
+   */
+  const asked = new WaiterSlab<{ link: Link; n: number }>();
   const unlinked: ShardToMain[] = [];
   let handler: ((message: ShardInbound) => void) | null = null;
 
@@ -79,9 +83,8 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
     if (link !== null && !link.socket.destroyed) writeFrame(link.socket, message);
   };
   const answer = (n: number, make: (n: number) => ShardToMain): void => {
-    const to = asked.get(n);
+    const to = asked.take(n);
     if (to === undefined) return;
-    asked.delete(n);
     send(to.link, make(to.n));
   };
   let recoveryLogged = false;
@@ -95,9 +98,8 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
       case 'replies': {
         const byLink = new Map<Link, Array<{ n: number; reply: (typeof message.items)[number]['reply'] }>>();
         for (const item of message.items) {
-          const to = asked.get(item.n);
+          const to = asked.take(item.n);
           if (to === undefined) continue;
-          asked.delete(item.n);
           const items = byLink.get(to.link) ?? [];
           items.push({ n: to.n, reply: item.reply });
           byLink.set(to.link, items);
@@ -130,18 +132,12 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
     if (handler === null) return;
     switch (message.type) {
       case 'commands':
-        handler({ type: 'commands', items: message.items.map((item) => {
-          const n = nextN++;
-          asked.set(n, { link, n: item.n });
-          return { n, cmd: item.cmd };
-        }) });
+        handler({ type: 'commands', items: message.items.map((item) => ({ n: asked.add({ link, n: item.n }), cmd: item.cmd })) });
         return;
       case 'list':
       case 'snapshot':
       case 'ping': {
-        const n = nextN++;
-        asked.set(n, { link, n: message.n });
-        handler({ ...message, n });
+        handler({ ...message, n: asked.add({ link, n: message.n }) });
         return;
       }
       case 'stop':
@@ -196,7 +192,7 @@ export function runShardHost(config: Readonly<Config>, log: (message: string) =>
     socket.once('close', () => {
       links.delete(link);
       if (front === link) front = null;
-      for (const [n, to] of asked) if (to.link === link) asked.delete(n);
+      for (const [n, to] of asked.entries()) if (to.link === link) asked.take(n);
     });
   });
   const host = env[SHARD_HOST_ENV.host] ?? '127.0.0.1';
