@@ -77,7 +77,7 @@ export interface RunningApp {
 
 /** How long a stop waits for webhook attempts in flight to record their outcome. */
 const DISPATCHER_STOP_MS = 1_000;
-/** Wallet views the front end keeps (~500 B each: ~10 MB), the one changed longest ago evicted first. */
+/** Wallet views the front end keeps (~500 B each: ~10 MB), evicted by CLOCK (src/api/wallet-views.ts). */
 const WALLET_VIEWS_MAX = 20_000;
 
 export type Log = (message: string, fields?: Record<string, unknown>) => void;

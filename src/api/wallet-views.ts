@@ -3,31 +3,62 @@
 // once that commit is durable, and the pool stores it before handing out any of those replies.
 // Invariant: a view here is never older than an acknowledged change nor newer than a durable one; a
 // wallet not changed since this process started is not here (its read goes to the shard).
+
 import type { WalletUpdate } from '../shard/protocol.ts';
 
+/** A kept view, changed in place: `changed` since the eviction hand last passed it. */
+interface Held {
+  update: WalletUpdate;
+  changed: boolean;
+}
+
+/**
+ * Eviction is CLOCK (second chance), not strict least-recently-changed: a change updates its wallet's entry
+ * in place. Re-inserting the wallet at every change (to keep the map in order of change) made the map
+ * rehash every few dozen payments, and a rehash of a map in the old generation leaves its old table there,
+ * so the scavenger kept each replaced view alive until a full collection (docs/decisions.md, eighth session).
+ */
 export class WalletViews {
-  private readonly views = new Map<string, WalletUpdate>();
+  private readonly views = new Map<string, Held>();
   /** Reads answered from a view (for /metrics). */
   hits = 0;
 
-  /** `viewsMax`: the views kept at most; the one changed longest ago goes first. */
-  constructor(private readonly viewsMax: number) {}
+  /** `viewsMax`: the views kept at most; past it, one not changed since the hand's last pass goes. */
+  constructor(private readonly viewsMax: number) {
+    if (!(viewsMax >= 1)) throw new RangeError(`WalletViews: viewsMax must be at least 1, not ${viewsMax}`);
+  }
 
   get(id: string): WalletUpdate | undefined {
-    const view = this.views.get(id);
-    if (view !== undefined) this.hits += 1;
-    return view;
+    const held = this.views.get(id);
+    if (held === undefined) return undefined;
+    this.hits += 1;
+    return held.update;
   }
 
   /** Updates arrive in commit order per shard, and a wallet lives in one shard: the last one wins. */
   update(updates: readonly WalletUpdate[]): void {
     for (const update of updates) {
-      this.views.delete(update.id); // re-inserted last: the oldest change is evicted first
-      if (this.views.size >= this.viewsMax) {
-        const oldest = this.views.keys().next();
-        if (oldest.done !== true) this.views.delete(oldest.value);
+      const held = this.views.get(update.id);
+      if (held !== undefined) {
+        held.update = update;
+        held.changed = true;
+        continue;
       }
-      this.views.set(update.id, update);
+      while (this.views.size >= this.viewsMax) this.evictOne();
+      this.views.set(update.id, { update, changed: false });
+    }
+  }
+
+  /**
+   * Walks from the oldest entry: one changed since the last pass loses its mark and goes to the back, the
+   * first unmarked one goes. Ends within two passes (every mark is cleared on the first).
+   */
+  private evictOne(): void {
+    for (const [id, held] of this.views) {
+      this.views.delete(id);
+      if (!held.changed) return;
+      held.changed = false;
+      this.views.set(id, held);
     }
   }
 

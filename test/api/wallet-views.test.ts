@@ -133,14 +133,40 @@ describe('wallet views', () => {
 describe('WalletViews', () => {
   const update = (id: string, n: number) => ({ id, owner: 'test:x', customerId: 'c', json: `{"n":${n}}` });
 
-  it('holds at most viewsMax; the wallet changed longest ago goes first; a later change replaces the view', () => {
+  it('holds at most viewsMax; a wallet changed since the last eviction pass stays, the oldest unchanged one goes; a later change replaces the view', () => {
     const views = new WalletViews(3);
     views.update([update('w1', 1), update('w2', 1), update('w3', 1)]);
-    views.update([update('w1', 2)]); // w1 is now the newest change
+    views.update([update('w1', 2)]); // w1 changed: a second chance
     views.update([update('w4', 1)]);
     assert.equal(views.size, 3);
-    assert.equal(views.get('w2'), undefined, 'w2 changed longest ago');
+    assert.equal(views.get('w2'), undefined, 'w2: the oldest not changed since it came');
     assert.equal(views.get('w1')?.json, '{"n":2}');
     assert.ok(views.get('w3') !== undefined && views.get('w4') !== undefined);
+  });
+
+  it('when every view changed since the last pass, the marks are cleared and the oldest goes', () => {
+    const views = new WalletViews(3);
+    views.update([update('w1', 1), update('w2', 1), update('w3', 1)]);
+    views.update([update('w1', 2), update('w2', 2), update('w3', 2)]);
+    views.update([update('w4', 1)]);
+    assert.deepEqual(['w1', 'w2', 'w3', 'w4'].map((id) => views.get(id)?.json), [undefined, '{"n":2}', '{"n":2}', '{"n":1}']);
+    // The marks are gone: the next newcomer evicts w2, then w3, in that order.
+    views.update([update('w5', 1)]);
+    assert.equal(views.get('w2'), undefined);
+    assert.equal(views.get('w3')?.json, '{"n":2}');
+  });
+
+  it('a wallet that keeps changing survives a stream of new ones; the bound holds and the newest view is served', () => {
+    const views = new WalletViews(50);
+    for (let i = 0; i < 5_000; i += 1) {
+      views.update([update('hot', i), update(`cold${i}`, i)]);
+      assert.ok(views.size <= 50);
+      assert.equal(views.get('hot')?.json, `{"n":${i}}`);
+      assert.equal(views.get(`cold${i}`)?.json, `{"n":${i}}`);
+    }
+  });
+
+  it('refuses a bound below one view', () => {
+    assert.throws(() => new WalletViews(0), RangeError);
   });
 });
