@@ -34,17 +34,19 @@ class Part {
     return Math.floor(hash / PARTS) % this.keys.length;
   }
 
-  add(hash: number, value: number): void {
+  /** Adds the pair unless present; returns whether it was added. */
+  add(hash: number, value: number): boolean {
     if (this.used + 1 > this.keys.length * LOAD_MAX) this.grow();
     const mask = this.keys.length - 1;
     const key = hash + 1;
     let slot = this.home(hash);
     for (; this.keys[slot] !== 0; slot = (slot + 1) & mask) {
-      if (this.keys[slot] === key && this.values[slot] === value) return;
+      if (this.keys[slot] === key && this.values[slot] === value) return false;
     }
     this.keys[slot] = key;
     this.values[slot] = value;
     this.used += 1;
+    return true;
   }
 
   get(hash: number, found: number[]): void {
@@ -117,10 +119,7 @@ export class HashIndex {
 
   /** Adds (hash, value) unless that exact pair is present (one probe run: find it or its empty slot). */
   add(hash: number, value: number): void {
-    const part = this.parts[hash % PARTS]!;
-    const before = part.used;
-    part.add(hash, value);
-    this.used += part.used - before;
+    if (this.parts[hash % PARTS]!.add(hash, value)) this.used += 1;
   }
 
   /** Every value stored under `hash` (usually none or one). */

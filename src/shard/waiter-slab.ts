@@ -15,7 +15,6 @@ export class WaiterSlab<T> {
   private readonly slots: Array<T | undefined> = [];
   private readonly generations: number[] = [];
   private readonly free: number[] = [];
-  private count = 0;
 
   /** Stores `value`; returns its number (a non-negative safe integer). */
   add(value: T): number {
@@ -27,7 +26,6 @@ export class WaiterSlab<T> {
       this.generations.push(0);
     }
     this.slots[index] = value;
-    this.count += 1;
     return this.generations[index]! * SLOTS_MAX + index;
   }
 
@@ -44,7 +42,6 @@ export class WaiterSlab<T> {
     this.slots[index] = undefined;
     this.generations[index]! += 1;
     this.free.push(index);
-    this.count -= 1;
     return value;
   }
 
@@ -56,7 +53,8 @@ export class WaiterSlab<T> {
     }
   }
 
+  /** Every slot not on the free list holds a value. */
   get size(): number {
-    return this.count;
+    return this.slots.length - this.free.length;
   }
 }
