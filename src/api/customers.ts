@@ -222,8 +222,8 @@ function walletHandler(deps: ApiDeps): RouteDef['handle'] {
   return (ctx) => {
     const view = deps.walletViews?.get(ctx.params.id ?? '');
     if (view === undefined) return fromShard(ctx);
-    const denied = accessRejection({ owner: ctx.owner, customerScope: ctx.key?.customerId ?? null }, view, 'wallet');
-    return denied === null ? { status: 200, json: view.json } : errorOf(denied);
+    const denied = accessRejection({ owner: ctx.owner, customerScope: ctx.key?.customerId ?? null }, view.update, 'wallet');
+    return denied === null ? { status: 200, json: view.update.json, bytes: view.bytes } : errorOf(denied);
   };
 }
 

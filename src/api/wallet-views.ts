@@ -5,11 +5,20 @@
 // wallet not changed since this process started is not here (its read goes to the shard).
 
 import type { WalletUpdate } from '../shard/protocol.ts';
+import { keptBody } from '../http/types.ts';
 
 /** A kept view, changed in place: `changed` since the eviction hand last passed it. */
 interface Held {
   update: WalletUpdate;
   changed: boolean;
+  /** The view's body encoded, made by its first read (a wallet that only changes is never encoded). */
+  bytes: Buffer | null;
+}
+
+/** A view as a read answers it. */
+export interface View {
+  update: WalletUpdate;
+  bytes: Buffer;
 }
 
 /**
@@ -28,11 +37,12 @@ export class WalletViews {
     if (!(viewsMax >= 1)) throw new RangeError(`WalletViews: viewsMax must be at least 1, not ${viewsMax}`);
   }
 
-  get(id: string): WalletUpdate | undefined {
+  get(id: string): View | undefined {
     const held = this.views.get(id);
     if (held === undefined) return undefined;
     this.hits += 1;
-    return held.update;
+    held.bytes ??= keptBody(held.update.json).bytes;
+    return { update: held.update, bytes: held.bytes };
   }
 
   /** Updates arrive in commit order per shard, and a wallet lives in one shard: the last one wins. */
@@ -42,10 +52,11 @@ export class WalletViews {
       if (held !== undefined) {
         held.update = update;
         held.changed = true;
+        held.bytes = null;
         continue;
       }
       while (this.views.size >= this.viewsMax) this.evictOne();
-      this.views.set(update.id, { update, changed: false });
+      this.views.set(update.id, { update, changed: false, bytes: null });
     }
   }
 

@@ -391,8 +391,11 @@ export class HttpServer {
       }
       // Cluster mode, per-shard ownership: a command whose shard is moving to another node.
       if (reply.status === 503 && reply.error?.message === SHARD_MOVING_MESSAGE) res.writeHeader('Retry-After', '1');
-      if (close) res.end(body, true);
-      else if (!writeBodyBounded(res, body, this.deps.responseBufferedBytesMax)) {
+      // Bytes, not the string: uWS copies bytes as they are, where a string would be measured and encoded
+      // again into a buffer of its own (a malloc). A kept body was encoded once, when it was made.
+      const bytes = reply.bytes ?? Buffer.from(body);
+      if (close) res.end(bytes, true);
+      else if (!writeBodyBounded(res, bytes, this.deps.responseBufferedBytesMax)) {
         this.deps.log(`request ${incoming.requestId}: the client is not reading its reply; closing the connection`);
       }
     });

@@ -9,10 +9,7 @@ import type { HttpResponse } from './uws.ts';
  * on that connection until it drains, so at most one reply per connection waits here. When more than
  * `bufferedBytesMax` would have to wait, the connection is closed and this returns false.
  */
-export function writeBodyBounded(res: HttpResponse, body: string, bufferedBytesMax: number): boolean {
-  // Encoded once, into Node's buffer pool: uWS copies bytes as they are, where a string would be measured
-  // here (Buffer.byteLength) and then measured and encoded again into a buffer of its own (a malloc).
-  const bytes = Buffer.from(body);
+export function writeBodyBounded(res: HttpResponse, bytes: Buffer, bufferedBytesMax: number): boolean {
   const totalBytes = bytes.length;
   const startOffset = res.getWriteOffset();
   const [ok, done] = res.tryEnd(bytes, totalBytes);

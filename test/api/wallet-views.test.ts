@@ -140,7 +140,7 @@ describe('WalletViews', () => {
     views.update([update('w4', 1)]);
     assert.equal(views.size, 3);
     assert.equal(views.get('w2'), undefined, 'w2: the oldest not changed since it came');
-    assert.equal(views.get('w1')?.json, '{"n":2}');
+    assert.equal(views.get('w1')?.update.json, '{"n":2}');
     assert.ok(views.get('w3') !== undefined && views.get('w4') !== undefined);
   });
 
@@ -149,11 +149,11 @@ describe('WalletViews', () => {
     views.update([update('w1', 1), update('w2', 1), update('w3', 1)]);
     views.update([update('w1', 2), update('w2', 2), update('w3', 2)]);
     views.update([update('w4', 1)]);
-    assert.deepEqual(['w1', 'w2', 'w3', 'w4'].map((id) => views.get(id)?.json), [undefined, '{"n":2}', '{"n":2}', '{"n":1}']);
+    assert.deepEqual(['w1', 'w2', 'w3', 'w4'].map((id) => views.get(id)?.update.json), [undefined, '{"n":2}', '{"n":2}', '{"n":1}']);
     // The marks are gone: the next newcomer evicts w2, then w3, in that order.
     views.update([update('w5', 1)]);
     assert.equal(views.get('w2'), undefined);
-    assert.equal(views.get('w3')?.json, '{"n":2}');
+    assert.equal(views.get('w3')?.update.json, '{"n":2}');
   });
 
   it('a wallet that keeps changing survives a stream of new ones; the bound holds and the newest view is served', () => {
@@ -161,9 +161,22 @@ describe('WalletViews', () => {
     for (let i = 0; i < 5_000; i += 1) {
       views.update([update('hot', i), update(`cold${i}`, i)]);
       assert.ok(views.size <= 50);
-      assert.equal(views.get('hot')?.json, `{"n":${i}}`);
-      assert.equal(views.get(`cold${i}`)?.json, `{"n":${i}}`);
+      assert.equal(views.get('hot')?.update.json, `{"n":${i}}`);
+      assert.equal(views.get(`cold${i}`)?.update.json, `{"n":${i}}`);
     }
+  });
+
+  it('a read answers the view encoded, encoded again after a change and reused until then', () => {
+    const views = new WalletViews(3);
+    views.update([update('w1', 1)]);
+    const first = views.get('w1')!;
+    assert.equal(first.bytes.toString('utf8'), '{"n":1}');
+    assert.equal(views.get('w1')!.bytes, first.bytes, 'an unchanged view is not encoded again');
+    views.update([{ ...update('w1', 2), json: '{"n":2,"name":"Adaeze Ọkọ"}' }]);
+    const second = views.get('w1')!;
+    assert.notEqual(second.bytes, first.bytes);
+    assert.equal(second.bytes.toString('utf8'), '{"n":2,"name":"Adaeze Ọkọ"}');
+    assert.equal(second.bytes.length, Buffer.byteLength(second.update.json), 'multi-byte text: the bytes, not the characters');
   });
 
   it('refuses a bound below one view', () => {

@@ -10,6 +10,7 @@ import { client, idem, secretKey, startServer, uniqueEmail, uniquePhone, type Te
 const key = secretKey();
 let server: TestServer;
 let api: ReturnType<typeof client>;
+let customerId = '';
 /** Letters outside ASCII: é, ë and ñ are 2 bytes in UTF-8, ọ and ṣ 3 (and U+0300 on ọ̀ another 2). */
 const NAMES = ['Adéọlá Babátúndé', 'Ọláṣùpọ̀ Ìbídùn', 'Zoë Ñúñez'];
 const CUSTOMERS = 100;
@@ -20,6 +21,7 @@ before(async () => {
   for (let i = 0; i < CUSTOMERS; i += 1) {
     const created = await api('POST', '/v1/customers', { idempotencyKey: idem('bytes'), body: { name: NAMES[i % NAMES.length], email: uniqueEmail(), phone: uniquePhone(), country_code: 'NG' } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
+    customerId = created.body.data.id as string;
   }
 });
 after(async () => server.stop());
@@ -92,4 +94,19 @@ it('multi-byte replies: Content-Length counts bytes, each reply on a connection 
     assert.equal(names.length, [3, CUSTOMERS, 7][i]);
     for (const name of names) assert.ok(NAMES.includes(name), name);
   }
+});
+
+it('a kept body (the memoised catalogue) is framed whole each time it is sent on one connection, between bodies encoded per answer', async () => {
+  const catalogue = `/v1/services?country=NG&customer_id=${customerId}`;
+  const paths = [catalogue, catalogue, '/v1/customers?limit=5', catalogue];
+  const replies = await inTurn(paths);
+  assert.equal(replies.length, paths.length);
+  for (const reply of replies) {
+    assert.equal(reply.status, 200, reply.body.toString('utf8'));
+    assert.equal(reply.contentLength, reply.body.length);
+  }
+  const items = (JSON.parse(replies[0]!.body.toString('utf8')) as { data: { country_code: string; items: unknown[] } }).data.items;
+  assert.ok(items.length > 0);
+  assert.ok(replies[0]!.body.equals(replies[1]!.body) && replies[0]!.body.equals(replies[3]!.body), 'the same body each time');
+  assert.equal((JSON.parse(replies[2]!.body.toString('utf8')) as { data: unknown[] }).data.length, 5);
 });
