@@ -166,7 +166,9 @@ export class HttpServer {
         this.refuseOversized(res, incoming);
         return;
       }
-      chunks.push(Buffer.from(chunk.slice(0)));
+      // The chunk is uWS's memory, valid only in this callback: copied into Node's buffer pool (a body
+      // under 4 KiB), not into an ArrayBuffer of its own (a malloc, then a free by the sweeper).
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) this.process(res, incoming, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
   }
