@@ -60,14 +60,17 @@ export class Dispatcher {
 
   /** Stores events durably, then acknowledges them to their partitions (which drop them from the outbox). */
   ingest(events: readonly OutboxEvent[]): void {
-    this.options.store.ingest(events, this.options.nowMsOf);
+    const queued = this.options.store.ingest(events, this.options.nowMsOf);
     const byPartition = new Map<number, string[]>();
     for (const event of events) {
       const partition = partitionOfId(event.id);
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), event.id]);
+      const ids = byPartition.get(partition);
+      if (ids === undefined) byPartition.set(partition, [event.id]);
+      else ids.push(event.id);
     }
     for (const [partition, ids] of byPartition) void this.options.ack(partition, ids);
-    this.tick();
+    // New deliveries start now; without any, the periodic tick has nothing new to find (the query is not free).
+    if (queued > 0) this.tick();
   }
 
   /** Starts every due attempt that fits its endpoint's concurrency bound. */
