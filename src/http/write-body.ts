@@ -3,7 +3,7 @@
 import type { HttpResponse } from './uws.ts';
 
 /**
- * Ends `res` with `body` without letting a client that does not read make the server buffer for it:
+ * Ends `res` with the encoded body `bytes` without letting a client that does not read make the server buffer for it:
  * `end()` would complete the response and let uWS parse the next pipelined request, piling up replies
  * nobody reads. `tryEnd` leaves a response that does not fit pending, and uWS reads no further request
  * on that connection until it drains, so at most one reply per connection waits here. When more than
