@@ -28,7 +28,8 @@ import { validatePhone } from '../catalogue/services-phone.ts';
 import { checkRecipient } from '../catalogue/services-recipient.ts';
 import { accountRefProblem, catalogueFor, pickerFor, purchaseRejection, resolveAccess, serviceDefinition, type CustomerProfile } from '../catalogue/services-resolve.ts';
 import { reject, type Rejection } from '../errors.ts';
-import { keptBody, type Reply, type RequestContext, type RouteDef } from '../http/types.ts';
+import type { Reply, RequestContext, RouteDef } from '../http/types.ts';
+import { keptBytes } from '../http/write-body.ts';
 import { railDown, setRailDown } from '../rails/sandbox-services.ts';
 import { lookUpRecipient } from './recipient-lookup.ts';
 import { fulfilmentGap, isLiveOwner, NO_LIVE_CONNECTOR, railServes } from '../rails/coverage.ts';
@@ -163,7 +164,7 @@ function catalogueBody(country: string, profile: Profile): { json: string; bytes
   let body = catalogueBodies.get(key);
   if (body === undefined) {
     const json = JSON.stringify({ data: { country_code: country, items: catalogueFor(country, profile) } });
-    body = keptBody(json);
+    body = { json, bytes: keptBytes(json) };
     if (catalogueBodies.size >= CATALOGUE_BODIES_MAX) catalogueBodies.clear();
     catalogueBodies.set(key, body);
   }

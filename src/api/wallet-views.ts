@@ -5,7 +5,7 @@
 // wallet not changed since this process started is not here (its read goes to the shard).
 
 import type { WalletUpdate } from '../shard/protocol.ts';
-import { keptBody } from '../http/types.ts';
+import { keptBytes } from '../http/write-body.ts';
 
 /** A kept view, changed in place: `changed` since the eviction hand last passed it. */
 interface Held {
@@ -41,7 +41,7 @@ export class WalletViews {
     const held = this.views.get(id);
     if (held === undefined) return undefined;
     this.hits += 1;
-    held.bytes ??= keptBody(held.update.json).bytes;
+    held.bytes ??= keptBytes(held.update.json);
     return { update: held.update, bytes: held.bytes };
   }
 

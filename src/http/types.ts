@@ -20,20 +20,10 @@ export type Reply = StoredReply & {
   replayJson?: string;
   /**
    * `json` already encoded, from a route that answers one body many times (a memoised catalogue, a wallet
-   * view): sent as it is, where every other reply is encoded per answer. Made by `keptBody` only.
+   * view): sent as it is, where every other reply is encoded per answer. Made by `keptBytes` (write-body.ts) only.
    */
   bytes?: Buffer;
 };
-
-/**
- * A body a route keeps and answers many times, with its UTF-8 bytes. The bytes get a buffer of their own:
- * a slice of Node's shared pool would pin the whole 8 KiB slab for as long as the body is kept.
- */
-export function keptBody(json: string): { json: string; bytes: Buffer } {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
-  bytes.write(json);
-  return { json, bytes };
-}
 
 export interface RequestContext {
   requestId: string;

@@ -3,6 +3,16 @@
 import type { HttpResponse } from './uws.ts';
 
 /**
+ * The UTF-8 bytes of a body a route keeps and answers many times (`Reply.bytes`). They get a buffer of
+ * their own: a slice of Node's shared pool would pin the whole 8 KiB slab for as long as the body is kept.
+ */
+export function keptBytes(json: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+  bytes.write(json);
+  return bytes;
+}
+
+/**
  * Ends `res` with the encoded body `bytes` without letting a client that does not read make the server buffer for it:
  * `end()` would complete the response and let uWS parse the next pipelined request, piling up replies
  * nobody reads. `tryEnd` leaves a response that does not fit pending, and uWS reads no further request

@@ -8,6 +8,7 @@ import { Empty } from '@nats-io/transport-node';
 import { jetstream, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { startNatsCluster, natsServerBinary, type NatsCluster } from '../helpers/nats.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { LeaseKeeper } from '../../src/cluster/lease-keeper.ts';
 import { ensureControlStream } from '../../src/cluster/control-log.ts';
 import type { TailsAnswer } from '../../src/cluster/owner-child.ts';
@@ -44,21 +45,6 @@ async function lapsed(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   assert.fail('the owner key did not expire');
-}
-
-/**
- * The owner key's last operation once it reads `expected`, or what it reads after 1 s. A KV read may be
- * answered by a replica that has not applied the latest write yet (direct get), so one read right after a
- * delete can still see the PUT. 1 s is under the bucket's TTL: only an explicit delete leaves a DEL marker
- * (a key that lapses is gone, and reads as 'none').
- */
-async function ownerOperationSoon(expected: string): Promise<string> {
-  let seen = 'none';
-  for (const deadline = Date.now() + 1_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
-    seen = (await kv.get(OWNER_KEY))?.operation ?? 'none';
-    if (seen === expected) return seen;
-  }
-  return seen;
 }
 
 /** The streams' last sequences now (kobo-shard-0, kobo-control). */
@@ -98,7 +84,11 @@ test('LeaseKeeper: the key lapsed, nobody else claimed, no stream moved → re-c
   assert.equal(lost.kind, 'lost');
   assert.match(lost.kind === 'lost' ? lost.why : '', /kobo-shard-0 ends at \d+, past anything this owner published/);
   await keeper.handBack();
-  assert.equal(await ownerOperationSoon('DEL'), 'DEL', 'a lost re-created key is handed back');
+  // A KV read may be answered by a replica that has not applied the delete yet (direct get), so the key is
+  // read until the DEL shows, for 1 s: under the bucket's TTL, so only an explicit delete can leave a DEL
+  // marker (a key that lapses is gone and reads as 'none').
+  const operation = await waitFor(async () => (await kv.get(OWNER_KEY))?.operation ?? 'none', (op) => op === 'DEL', 1_000);
+  assert.equal(operation, 'DEL', 'a lost re-created key is handed back');
 });
 
 test('LeaseKeeper: the key lapsed and another node claimed it → lost, naming that node; the other node\'s key is left alone', { skip, timeout: 60_000 }, async () => {
