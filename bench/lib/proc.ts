@@ -21,7 +21,8 @@ const OUTPUT_CHARS_MAX = 64 * 1024;
  * and resolves once its output matches `ready`, whose first group is the port.
  */
 export async function startPinned(options: {
-  core: number;
+  /** A core, or a list as taskset takes it (`0,1`). */
+  core: number | string;
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
