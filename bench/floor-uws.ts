@@ -3,7 +3,10 @@
 // Modes: `sqlite` writes the rows a bank-transfer POST writes in kobo (WAL record, payment and transaction
 // cold rows, idempotency row, expiry row) into kobo's own tables, one sqlite transaction a batch, then
 // fdatasyncs the sqlite journal off the thread; `file` appends the same bytes to a plain file, one write a
-// batch, then fdatasyncs it; `echo` appends only the request bodies and answers a constant (no JSON at all).
+// batch, then fdatasyncs it; `echo` appends only the request bodies and answers a constant (no JSON at all);
+// `derived` is `batchrow` plus the rows log v2 derives for each payment after the fsync, in kobo's own
+// tables of a second file (two list rows, two cold rows pointing into the log, an idempotency row, an
+// expiry row), a chunk a loop turn as kobo writes them: what kobo's row set costs with none of its logic.
 // Either way a reply leaves only after its batch is on disk.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,7 +14,12 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { uws, type HttpResponse } from '../src/http/uws.ts';
 import { openDatabase } from '../src/store/shard-store.ts';
-import { COLD_SQL } from '../src/store/cold-table.ts';
+import { COLD_SQL, IN_LOG_BODY, kindCode } from '../src/store/cold-table.ts';
+import { DUE_SQL } from '../src/store/due-log.ts';
+import { IDEM_LOG_SQL, IN_LOG_JSON } from '../src/store/idem-log.ts';
+import { LIST_SQL } from '../src/store/list-index.ts';
+import { DERIVED_PAGE_SIZE_BYTES } from '../src/store/open-database.ts';
+import { listRowChecksum } from '../src/store/row-checks.ts';
 import { DUE_TEXT_SQL } from '../src/store/due-log.ts';
 import { logSegmentSql, walSegmentSql } from '../src/journal/log-segments.ts';
 import { encodeLogBody, logRowChecksum } from '../src/journal/log-record.ts';
@@ -20,7 +28,7 @@ import { FrontIdempotencyStore } from '../src/http/idempotency-store.ts';
 import { mintId } from '../src/ids.ts';
 
 const MODE = process.argv[2] ?? 'sqlite';
-if (MODE !== 'sqlite' && MODE !== 'batchrow' && MODE !== 'file' && MODE !== 'echo') throw new Error(`floor-uws: mode must be sqlite, batchrow, file or echo, not ${MODE}`);
+if (MODE !== 'sqlite' && MODE !== 'batchrow' && MODE !== 'derived' && MODE !== 'file' && MODE !== 'echo') throw new Error(`floor-uws: mode must be sqlite, batchrow, derived, file or echo, not ${MODE}`);
 const ECHO_REPLY = '{"data":{"object":"ping","received":true}}';
 const BODY_BYTES_MAX = 64 * 1024;
 const BATCH_MAX = 1024;
@@ -41,6 +49,8 @@ interface Rows {
   owner: string;
   scope: string;
   fingerprint: string;
+  key: string;
+  customerId: string;
   paymentId: string;
   txnId: string;
   payment: string;
@@ -84,7 +94,7 @@ function rowsOf(lsn: number, rawBody: Buffer, key: string): Rows {
       created_at: created, updated_at: created, metadata: {},
     },
   });
-  return { lsn, partition, owner, scope, fingerprint, paymentId, txnId, payment, txn, record, reply, atMs };
+  return { lsn, partition, owner, scope, fingerprint, key, customerId, paymentId, txnId, payment, txn, record, reply, atMs };
 }
 
 /** Writes a batch's rows; returns the file descriptor to fdatasync. */
@@ -146,6 +156,78 @@ function batchRowWriter(): Writer {
   };
 }
 
+/** Rows a loop turn derives (kobo's DERIVED_CHUNK_ROWS, six rows a payment) and rows a derived transaction holds. */
+const DERIVED_CHUNK_PAYMENTS = Math.floor(512 / 6);
+const DERIVED_TX_ROWS = 16_000;
+
+/**
+ * The rows log v2 derives from a bank-transfer payment's record once it is durable, written as kobo writes
+ * them: into the open transaction of the derived file, a chunk a turn, committed at a row bound with no
+ * fsync of its own (an image makes them durable; this floor never takes one).
+ */
+function derivedRows(): (durable: readonly Rows[]) => void {
+  const db = openDatabase(path.join(dir, 'floor-lists.db'), { deferredSync: true, pageSizeBytes: DERIVED_PAGE_SIZE_BYTES });
+  // kobo checkpoints this file from a worker; the floor never checkpoints it (a run is seconds long), so it
+  // pays less than kobo does: a floor, not a model.
+  db.pragma('wal_autocheckpoint = 0');
+  db.pragma('cache_size = -8192');
+  db.exec(`${LIST_SQL}\n${IDEM_LOG_SQL}\n${DUE_SQL}\n${COLD_SQL}`);
+  const owner = db.prepare('INSERT INTO list_owners (owner) VALUES (?)').run('test:acct_4f2025bd1dfc').lastInsertRowid as number;
+  db.prepare('INSERT INTO owner_numbers (n, owner, crc) VALUES (?, ?, 0)').run(owner, 'test:acct_4f2025bd1dfc');
+  const customerNumbers = new Map<string, number>();
+  const customer = db.prepare('INSERT INTO list_customers (id, crc) VALUES (?, 0)');
+  const list = db.prepare('INSERT OR REPLACE INTO lists (o, k, id, c, status, body, lsn, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  const cold = db.prepare('INSERT OR REPLACE INTO cold (kind, id, lsn, partition, body, crc) VALUES (?, ?, ?, ?, ?, ?)');
+  const idem = db.prepare('INSERT INTO idem_log (seq, lsn, partition, o, h, key, fingerprint, status, json, error, at_ms, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING');
+  const due = db.prepare('INSERT INTO due (o, expires_at_ms, partition, id, lsn, crc) VALUES (?, ?, ?, ?, ?, ?)');
+  const emptyCrc = crc32(IN_LOG_BODY);
+  let waiting: Rows[] = [];
+  let head = 0;
+  let scheduled = false;
+  let txRows = 0;
+  const writeChunk = (): void => {
+    scheduled = false;
+    if (txRows === 0) db.exec('BEGIN');
+    const end = Math.min(waiting.length, head + DERIVED_CHUNK_PAYMENTS);
+    for (; head < end; head += 1) {
+      const r = waiting[head]!;
+      let c = customerNumbers.get(r.customerId);
+      if (c === undefined) {
+        c = Number(customer.run(r.customerId).lastInsertRowid);
+        customerNumbers.set(r.customerId, c);
+      }
+      for (const [k, id] of [[2, r.txnId], [3, r.paymentId]] as const) {
+        const row = { o: owner, k, id, c, status: 'pending', body: null, lsn: r.lsn };
+        list.run(row.o, row.k, row.id, row.c, row.status, row.body, row.lsn, listRowChecksum(row));
+      }
+      cold.run(kindCode('txn'), r.txnId, r.lsn, r.partition, IN_LOG_BODY, emptyCrc);
+      cold.run(kindCode('payment'), r.paymentId, r.lsn, r.partition, IN_LOG_BODY, emptyCrc);
+      const idemRow = { lsn: r.lsn, partition: r.partition, owner: r.owner, h: r.lsn, scope: r.scope, fingerprint: r.fingerprint, status: 201, json: IN_LOG_JSON, error: null, at_ms: r.atMs };
+      idem.run(r.lsn, r.lsn, r.partition, owner, r.lsn, r.key, r.fingerprint, 201, IN_LOG_JSON, null, r.atMs, idemRowChecksum(idemRow));
+      const dueRow = { owner: r.owner, expires_at_ms: r.atMs + 86_400_000, partition: r.partition, id: r.paymentId, lsn: r.lsn };
+      due.run(owner, dueRow.expires_at_ms, dueRow.partition, dueRow.id, dueRow.lsn, dueRowChecksum(dueRow));
+      txRows += 6;
+    }
+    if (txRows >= DERIVED_TX_ROWS) {
+      db.exec('COMMIT');
+      txRows = 0;
+    }
+    if (head >= waiting.length) {
+      waiting = [];
+      head = 0;
+    } else schedule();
+  };
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(writeChunk);
+  };
+  return (durable) => {
+    for (const r of durable) waiting.push(r);
+    schedule();
+  };
+}
+
 function fileWriter(): Writer {
   const fd = fs.openSync(path.join(dir, 'floor.log'), 'a');
   return (batch) => {
@@ -164,13 +246,15 @@ function echoWriter(): Writer {
   };
 }
 
-const writer = MODE === 'sqlite' ? sqliteWriter() : MODE === 'batchrow' ? batchRowWriter() : MODE === 'file' ? fileWriter() : echoWriter();
+const writer = MODE === 'sqlite' ? sqliteWriter() : MODE === 'batchrow' || MODE === 'derived' ? batchRowWriter() : MODE === 'file' ? fileWriter() : echoWriter();
+/** `derived`: takes the rows of records the log made durable. */
+const derive = MODE === 'derived' ? derivedRows() : null;
 let queue: Array<{ pending: Pending; rows: Rows | null }> = [];
 let lsnNext = 1;
 let batchNext = 1;
 let flushScheduled = false;
 /** Batches written and not yet synced, oldest first; one fdatasync at a time covers all written before it. */
-let unsynced: Pending[][] = [];
+let unsynced: Array<Array<{ pending: Pending; rows: Rows | null }>> = [];
 let syncing = false;
 let syncFd = -1;
 
@@ -189,7 +273,10 @@ function syncIfBehind(): void {
   fs.fdatasync(syncFd, (error) => {
     if (error !== null) throw error;
     syncing = false;
-    for (const batch of covered) for (const pending of batch) answer(pending);
+    for (const batch of covered) {
+      for (const item of batch) answer(item.pending);
+      if (derive !== null) derive(batch.map((item) => item.rows!));
+    }
     syncIfBehind();
   });
 }
@@ -198,7 +285,7 @@ function flush(): void {
   flushScheduled = false;
   const taken = queue.splice(0, BATCH_MAX);
   syncFd = writer(taken, batchNext++);
-  unsynced.push(taken.map((item) => item.pending));
+  unsynced.push(taken);
   syncIfBehind();
   if (queue.length > 0) {
     flushScheduled = true;

@@ -15,7 +15,7 @@ import { coreUse, kernelThreadCpuSeconds, machineBusySeconds, pinSelf, processCp
 import { flag, fmt, machine, ROOT, table, writeResult } from './lib/report.ts';
 import { postScript, runWrk, wrkArgs, type WrkOptions, type WrkResult } from './lib/wrk.ts';
 import { layerLine, perfAvailable, recordPerf, summarisePerf, type PerfSummary } from './lib/perf-record.ts';
-import { api, PAYMENT_MINOR, seed, settledBalanceMinor } from './lib/http-seed.ts';
+import { api, CUSTOMERS, PAYMENT_MINOR, seed, settledBalanceMinor } from './lib/http-seed.ts';
 
 const SERVER_CORE = 0;
 const CLIENT_CORE = 1;
@@ -215,17 +215,20 @@ async function benchBareSized(runs: Run[], bytes: number): Promise<void> {
 const SAME_BYTES_SCENARIO = 'GET, catalogue-sized reply';
 
 /**
- * The durable floor (bench/floor-uws.ts): bare uWS making each bank-transfer POST durable with kobo's own
- * rows and tables (`sqlite`), with the same bytes appended to a plain file (`file`), or with only the request
+ * The durable floor (bench/floor-uws.ts): bare uWS making each bank-transfer POST durable with log v2's one
+ * row a batch (`batchrow`), with that and the rows log v2 derives after the fsync (`derived`), with version 1's
+ * rows and tables on the request path (`sqlite`), with the same bytes appended to a plain file (`file`), or with only the request
  * body appended (`echo`), and no other work: what a server keeping kobo's durability promise can reach on
  * this host, to read kobo's ratio against.
  */
 async function benchFloors(runs: Run[], dir: string): Promise<void> {
-  for (const mode of ['batchrow', 'sqlite', 'file', 'echo'] as const) {
+  for (const mode of ['batchrow', 'derived', 'sqlite', 'file', 'echo'] as const) {
     let server: Pinned | undefined;
     try {
       server = await startPinned({ core: SERVER_CORE, command: process.execPath, args: ['--import', 'tsx', path.join(ROOT, 'bench', 'floor-uws.ts'), mode], env: process.env, cwd: ROOT, ready: READY });
-      const script = postScript(dir, { name: `floor-${mode}`, bodies: [bankPaymentBody('01JHBENCH0000000000000000W')], authorization: 'Bearer sk_test_floor' });
+      // As many customers as kobo's run has: the derived rows' customer index then takes as many insertion points.
+      const bodies = Array.from({ length: CUSTOMERS }, (_, i) => bankPaymentBody(`01JHBENCH${String(i).padStart(16, '0')}W`));
+      const script = postScript(dir, { name: `floor-${mode}`, bodies, authorization: 'Bearer sk_test_floor' });
       const common = { core: CLIENT_CORE, threads: 1, connections: CONNECTIONS, durationS: DURATION_S };
       await measure(runs, { scenario: FLOOR_SCENARIO[mode], target: 'bare', serverPid: server.pid }, { ...common, url: `http://127.0.0.1:${server.port}/v1/payments`, script, scriptArgs: [`floor-${mode}-${randomBytes(3).toString('hex')}`] });
     } finally {
@@ -234,7 +237,7 @@ async function benchFloors(runs: Run[], dir: string): Promise<void> {
   }
 }
 
-const FLOOR_SCENARIO = { batchrow: 'durable floor: log v2, one sqlite row a batch', sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
+const FLOOR_SCENARIO = { batchrow: 'durable floor: log v2, one sqlite row a batch', derived: 'durable floor: log v2 and its derived rows', sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
 
 async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
