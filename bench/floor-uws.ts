@@ -1,8 +1,9 @@
 // The durable floor: a bare uWebSockets.js server that makes each POST durable the way kobo does and does
 // nothing else (no auth, routing, validation, ledger, state machines). Spawned by bench/http.bench.ts.
-// Modes: `sqlite` writes the rows a bank-transfer POST writes in kobo (WAL record, payment and transaction
-// cold rows, idempotency row, expiry row) into kobo's own tables, one sqlite transaction a batch, then
-// fdatasyncs the sqlite journal off the thread; `file` appends the same bytes to a plain file, one write a
+// Modes: `batchrow` writes log v2's one row a batch (kobo's codec) and nothing else; `sqlite` writes the rows
+// log version 1 wrote on the request path (WAL record, payment and transaction cold rows with their bodies,
+// idempotency row with the reply, expiry row), one sqlite transaction a batch, then fdatasyncs the sqlite
+// journal off the thread; `file` appends the same bytes to a plain file, one write a
 // batch, then fdatasyncs it; `echo` appends only the request bodies and answers a constant (no JSON at all);
 // `derived` is `batchrow` plus the rows log v2 derives for each payment after the fsync, in kobo's own
 // tables of a second file (two list rows, two cold rows pointing into the log, an idempotency row, an
