@@ -66,13 +66,31 @@ export class LeaseKeeper {
 
   private readonly key: string;
   private readonly streams: Array<{ name: string; slot: number }>;
+  /**
+   * The claim, renewal or hand-back in flight; the next one starts after it. Each of them writes at the
+   * revision the key had when it was sent: a hand-back sent beside a renewal deleted at the revision
+   * the renewal was replacing, failed, and left the key to its TTL (a planned move then waited ~8 s); a
+   * second renewal beside a first one found the revision gone and took the lease for another node's.
+   */
+  private turn: Promise<unknown> = Promise.resolve();
+
+  /** Runs `operation` once every earlier claim, renewal and hand-back of this lease has finished. */
+  private inTurn<T>(operation: () => Promise<T>): Promise<T> {
+    const result = this.turn.then(operation, operation);
+    this.turn = result.catch(() => undefined);
+    return result;
+  }
 
   private deadlineOf(sentAtMs: number): number {
     return sentAtMs + this.options.leaseMs - LEASE_MARGIN_MS;
   }
 
   /** Claims a free lease (create): 'taken' when another node holds it, 'unavailable' when the bucket did not answer. */
-  async claim(): Promise<'claimed' | 'taken' | 'unavailable'> {
+  claim(): Promise<'claimed' | 'taken' | 'unavailable'> {
+    return this.inTurn(() => this.claimNow());
+  }
+
+  private async claimNow(): Promise<'claimed' | 'taken' | 'unavailable'> {
     const sentAt = Date.now();
     try {
       this.revision = await this.kv.create(this.key, JSON.stringify(this.value));
@@ -92,9 +110,11 @@ export class LeaseKeeper {
   }
 
   /** Gives the lease back at once (a stop, or a lost re-creation) so that another node need not wait for its TTL. */
-  async handBack(): Promise<void> {
-    if (this.revision > 0) await this.kv.delete(this.key, { previousSeq: this.revision }).catch(() => {});
-    this.forget();
+  handBack(): Promise<void> {
+    return this.inTurn(async () => {
+      if (this.revision > 0) await this.kv.delete(this.key, { previousSeq: this.revision }).catch(() => {});
+      this.forget();
+    });
   }
 
   /**
@@ -102,7 +122,13 @@ export class LeaseKeeper {
    * it, a key that lapsed (expired during the bucket's election) and that nobody else took is created
    * again, and the lease counts again only once every stream's tail is proven this owner's own.
    */
-  async renew(tails: (() => Promise<TailsAnswer>) | null): Promise<Renewal> {
+  renew(tails: (() => Promise<TailsAnswer>) | null): Promise<Renewal> {
+    return this.inTurn(() => this.renewNow(tails));
+  }
+
+  private async renewNow(tails: (() => Promise<TailsAnswer>) | null): Promise<Renewal> {
+    // Handed back or forgotten while this renewal waited for its turn: nothing is held to renew.
+    if (this.revision === 0) return { kind: 'pending' };
     const sentAt = Date.now();
     try {
       this.revision = await this.kv.update(this.key, JSON.stringify(this.value), this.revision, RENEW_TIMEOUT_MS);

@@ -105,3 +105,56 @@ test('LeaseKeeper: the key lapsed and another node claimed it → lost, naming t
   await a.handBack();
   assert.equal((await kv.get(OWNER_KEY))!.json<{ node: string }>().node, 'b');
 });
+
+/**
+ * The bucket as a lease keeper sees it, with every update's answer held back `holdMs` after the server
+ * applied it: a call made meanwhile meets a key already at the new revision, every time. Records what each
+ * delete was sent with and what the updates returned.
+ */
+function slowAnswers(holdMs: number): { kv: KV; updated: number[]; deletedAt: number[] } {
+  const updated: number[] = [];
+  const deletedAt: number[] = [];
+  const slow = {
+    create: (key: string, value: string) => kv.create(key, value),
+    get: (key: string) => kv.get(key),
+    update: async (key: string, value: string, revision: number, timeout?: number) => {
+      const applied = await kv.update(key, value, revision, timeout);
+      updated.push(applied);
+      await new Promise((resolve) => setTimeout(resolve, holdMs));
+      return applied;
+    },
+    delete: (key: string, options: { previousSeq: number }) => {
+      deletedAt.push(options.previousSeq);
+      return kv.delete(key, options);
+    },
+  };
+  return { kv: slow as unknown as KV, updated, deletedAt };
+}
+
+test('LeaseKeeper: operations on one lease take turns → a renewal sent while another is unanswered renews, and a hand-back sent while a renewal is unanswered deletes the key at the revision that renewal left', { skip, timeout: 60_000 }, async () => {
+  await lapsed();
+  const bucket = slowAnswers(300);
+  const keeper = new LeaseKeeper(bucket.kv, jsm, { node: 'a', url: 'http://a', leaseMs: LEASE_MS, shards: 1, log: () => {} });
+  assert.equal(await keeper.claim(), 'claimed');
+  // A takeover's renewal and the poll's, 50 ms apart: the second used to be sent at the revision the
+  // first was replacing, fail, and take the lease for another node's.
+  const first = keeper.renew(null);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const second = keeper.renew(null);
+  assert.deepEqual(await Promise.all([first, second]), [{ kind: 'renewed' }, { kind: 'renewed' }]);
+  assert.equal(bucket.updated.length, 2);
+  assert.equal(keeper.revision, bucket.updated[1], 'the lease holds the revision of the last renewal');
+  // A planned stop hands the lease back while the poll's renewal is still unanswered.
+  const renewing = keeper.renew(null);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await keeper.handBack();
+  assert.deepEqual(await renewing, { kind: 'renewed' });
+  assert.deepEqual(bucket.deletedAt, [bucket.updated[2]], 'the delete was sent at the revision the renewal left');
+  assert.equal(keeper.revision, 0, 'nothing is held after the hand-back');
+  // Read until the DEL shows, for 1 s (under the TTL): only the hand-back's delete can leave one.
+  const operation = await waitFor(async () => (await kv.get(OWNER_KEY))?.operation ?? 'none', (op) => op === 'DEL', 1_000);
+  assert.equal(operation, 'DEL', 'the key was deleted, not left to its TTL');
+  // A renewal asked for after the hand-back renews nothing.
+  assert.deepEqual(await keeper.renew(null), { kind: 'pending' });
+  assert.equal(bucket.updated.length, 3);
+});
