@@ -237,7 +237,7 @@ async function benchFloors(runs: Run[], dir: string): Promise<void> {
   }
 }
 
-const FLOOR_SCENARIO = { batchrow: 'durable floor: log v2, one sqlite row a batch', derived: 'durable floor: log v2 and its derived rows', sqlite: 'durable floor: kobo\'s rows in sqlite', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
+const FLOOR_SCENARIO = { batchrow: 'durable floor: log v2, one sqlite row a batch', derived: 'durable floor: log v2 and its derived rows', sqlite: 'durable floor: log v1\'s rows on the request path', file: 'durable floor: the same bytes, one file append', echo: 'durable floor: the request body, one file append' } as const;
 
 async function benchKobo(runs: Run[], dir: string): Promise<KoboRuns> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kobo-bench-http-'));
