@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { flag, fmt, ROOT, table } from './lib/report.ts';
+import { flag, fmt, median, ROOT, table } from './lib/report.ts';
 
 const BASE = flag('base', '');
 const ROUNDS = Number(flag('rounds', '4'));
@@ -51,12 +51,6 @@ function runOnce(root: string): Sample[] {
   }
   if (samples.length === 0) throw new Error(`no result lines from the http bench in ${root}:\n${run.stdout}`);
   return samples;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function main(): void {

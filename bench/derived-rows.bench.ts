@@ -9,24 +9,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ColdTable, COLD_SQL, type ColdRow } from '../src/store/cold-table.ts';
-import { DERIVED_TX_ROWS_MAX } from '../src/store/derived-file.ts';
+import { DERIVED_CACHE_KIB, DERIVED_TX_ROWS_MAX } from '../src/store/derived-file.ts';
+import { DERIVED_CHUNK_ROWS } from '../src/shard/derived-writes.ts';
 import { DueLog, DUE_SQL, type DueChange } from '../src/store/due-log.ts';
 import { IdemLog, IDEM_LOG_SQL, type IdemChange } from '../src/store/idem-log.ts';
 import { ListIndex, LIST_SQL, type ListChange } from '../src/store/list-index.ts';
 import { DERIVED_PAGE_SIZE_BYTES, openDatabase } from '../src/store/open-database.ts';
 import { mintId } from '../src/ids.ts';
 import { scopeHash } from '../src/store/scope-hash.ts';
-import { flag, fmt, table, writeResult } from './lib/report.ts';
+import { flag, fmt, median, table, writeResult } from './lib/report.ts';
+import { CUSTOMERS } from './lib/http-seed.ts';
 import { pinSelf } from './lib/proc.ts';
 
 const PAYMENTS = Number(flag('payments', '100000'));
 if (!(Number.isSafeInteger(PAYMENTS) && PAYMENTS >= 1_000 && PAYMENTS <= 2_000_000)) throw new Error('--payments takes 1000..2000000');
-/** The bench's customers (bench/lib/http-seed.ts): the (customer, status) index gets as many insertion points. */
-const CUSTOMERS = 16;
 const OWNER = 'test:acct_4f2025bd1dfc';
 const PARTITION = 9;
-/** kobo's derived file's page cache (derived-file.ts). */
-const CACHE_KIB = 8 * 1024;
 const ROUNDS = 3;
 
 interface Payment {
@@ -64,7 +62,7 @@ const PARTS: Part[] = ['list', 'cold', 'idem', 'due'];
 function round(dir: string, payments: readonly Payment[]): Record<Part | 'commit', number> {
   const file = path.join(dir, `derived-${Date.now()}.db`);
   const db = openDatabase(file, { deferredSync: true, pageSizeBytes: DERIVED_PAGE_SIZE_BYTES });
-  db.pragma(`cache_size = -${CACHE_KIB}`);
+  db.pragma(`cache_size = -${DERIVED_CACHE_KIB}`);
   db.pragma('wal_autocheckpoint = 0');
   db.exec(`${LIST_SQL}\n${IDEM_LOG_SQL}\n${DUE_SQL}\n${COLD_SQL}`);
   const index = new ListIndex(db);
@@ -79,7 +77,7 @@ function round(dir: string, payments: readonly Payment[]): Record<Part | 'commit
   };
   const ns: Record<Part | 'commit', number> = { list: 0, cold: 0, idem: 0, due: 0, commit: 0 };
   // A chunk a turn, as the shard writes them: each part for the chunk's payments in turn.
-  const chunk = 85;
+  const chunk = Math.floor(DERIVED_CHUNK_ROWS / 6);
   let txRows = 0;
   try {
     for (let start = 0; start < payments.length; start += chunk) {
@@ -114,7 +112,6 @@ async function main(): Promise<void> {
     const atMs = Date.now();
     const payments = Array.from({ length: PAYMENTS }, (_, i) => paymentRows(i, atMs + i));
     const rounds = Array.from({ length: ROUNDS }, () => round(dir, payments));
-    const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const rows = [['rows of one payment', 'µs a payment (median of 3)', 'rounds']];
     let total = 0;
     for (const key of [...PARTS, 'commit'] as const) {

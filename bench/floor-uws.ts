@@ -19,6 +19,8 @@ import { COLD_SQL, IN_LOG_BODY, kindCode } from '../src/store/cold-table.ts';
 import { DUE_SQL } from '../src/store/due-log.ts';
 import { IDEM_LOG_SQL, IN_LOG_JSON } from '../src/store/idem-log.ts';
 import { LIST_SQL } from '../src/store/list-index.ts';
+import { DERIVED_CACHE_KIB, DERIVED_TX_ROWS_MAX } from '../src/store/derived-file.ts';
+import { DERIVED_CHUNK_ROWS } from '../src/shard/derived-writes.ts';
 import { DERIVED_PAGE_SIZE_BYTES } from '../src/store/open-database.ts';
 import { listRowChecksum } from '../src/store/row-checks.ts';
 import { DUE_TEXT_SQL } from '../src/store/due-log.ts';
@@ -157,9 +159,8 @@ function batchRowWriter(): Writer {
   };
 }
 
-/** Rows a loop turn derives (kobo's DERIVED_CHUNK_ROWS, six rows a payment) and rows a derived transaction holds. */
-const DERIVED_CHUNK_PAYMENTS = Math.floor(512 / 6);
-const DERIVED_TX_ROWS = 16_000;
+/** Payments a loop turn derives: kobo's chunk of rows, six rows a payment. */
+const DERIVED_CHUNK_PAYMENTS = Math.floor(DERIVED_CHUNK_ROWS / 6);
 
 /**
  * The rows log v2 derives from a bank-transfer payment's record once it is durable, written as kobo writes
@@ -171,7 +172,7 @@ function derivedRows(): (durable: readonly Rows[]) => void {
   // kobo checkpoints this file from a worker; the floor never checkpoints it (a run is seconds long), so it
   // pays less than kobo does: a floor, not a model.
   db.pragma('wal_autocheckpoint = 0');
-  db.pragma('cache_size = -8192');
+  db.pragma(`cache_size = -${DERIVED_CACHE_KIB}`);
   db.exec(`${LIST_SQL}\n${IDEM_LOG_SQL}\n${DUE_SQL}\n${COLD_SQL}`);
   const owner = db.prepare('INSERT INTO list_owners (owner) VALUES (?)').run('test:acct_4f2025bd1dfc').lastInsertRowid as number;
   db.prepare('INSERT INTO owner_numbers (n, owner, crc) VALUES (?, ?, 0)').run(owner, 'test:acct_4f2025bd1dfc');
@@ -209,7 +210,7 @@ function derivedRows(): (durable: readonly Rows[]) => void {
       due.run(owner, dueRow.expires_at_ms, dueRow.partition, dueRow.id, dueRow.lsn, dueRowChecksum(dueRow));
       txRows += 6;
     }
-    if (txRows >= DERIVED_TX_ROWS) {
+    if (txRows >= DERIVED_TX_ROWS_MAX) {
       db.exec('COMMIT');
       txRows = 0;
     }

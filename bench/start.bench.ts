@@ -12,6 +12,7 @@ import { recoverShard } from '../src/shard/recovery.ts';
 import { execute } from '../src/shard/dispatch.ts';
 import { mintId } from '../src/ids.ts';
 import type { Command } from '../src/shard/protocol.ts';
+import { median } from './lib/report.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const arg = (name: string, fallback: number): number => {
@@ -23,11 +24,6 @@ const SHARDS = arg('shards', 2);
 const CUSTOMERS_PER_PARTITION = 100;
 const BATCH = 1_000;
 const KEY = 'sk_test_startbench0000000000';
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 /** CPU ms (user + system, every thread) a process has used so far, from /proc (100 ticks a second). */
 function cpuMs(pid: number): number {

@@ -42,6 +42,13 @@ export function fmt(value: number, digits = 2): string {
   return value.toFixed(digits);
 }
 
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** The value after `--name` on the command line, or `fallback`. */
 export function flag(name: string, fallback: string): string {
   const at = process.argv.indexOf(`--${name}`);

@@ -34,7 +34,7 @@ const DERIVED_JOURNAL_BYTES_MAX = 64 * 1_024 * 1_024;
  * Page cache of the derived file's connection: room for an open transaction's dirty pages (8,000 rows dirty
  * ~2 MiB of pages in the bench) and the b-trees' upper levels; one per shard.
  */
-const DERIVED_CACHE_KIB = 8 * 1_024;
+export const DERIVED_CACHE_KIB = 8 * 1_024;
 /**
  * The tables that move out of a shard file written by an older build, in groups, each with the mark that
  * says its copy is complete, in the order a move copies them (numbers before the rows naming them).
